@@ -1,0 +1,1 @@
+"""Streaming validator on Kafka: embedded broker, topics and (later) the Faust worker."""
