@@ -1,0 +1,28 @@
+"""Fixtures for the streaming tests: one real Kafka (KRaft, 4.4) per test session."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:  # the repo's `stream` package, also when not installed
+    sys.path.insert(0, str(REPO_ROOT))
+
+from stream.broker import EmbeddedKafka, KafkaLibsMissing  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def kafka():
+    """A running EmbeddedKafka shared by the session; fails (no skip) without the jars."""
+    try:
+        broker = EmbeddedKafka()
+    except KafkaLibsMissing as e:
+        pytest.fail(str(e), pytrace=False)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
