@@ -1,0 +1,111 @@
+"""Canonical, comparable lines of an observation, with the obviously volatile tokens masked.
+
+Every state becomes a set of short lines, each prefixed by where it came from:
+``T|`` window title, ``U|`` URL path, ``X|`` visible text, ``A|`` accessibility tree,
+``F|`` code-snapshot facts. Fixed masks cover only what is volatile in any application
+(clock times, dates, relative ages, durations, ports, UUIDs, hex ids, random temporary
+names); numbers and names are kept, because what varies in a task is *learned* from its
+successful runs (see :mod:`trustlayer.templates`).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
+    (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<uuid>"),
+    (r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?",
+     "<date>"),
+    (r"\b\d{1,2}/\d{1,2}/\d{2,4}\b", "<date>"),
+    (r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? +\d{1,2}(?:,? +\d{4})?"
+     r"(?: +\d{1,2}:\d{2})?", "<date>"),
+    (r"\b\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?(?: ?[ap]m)?\b", "<time>"),
+    (r"\b(?:\d+(?:\.\d+)? ?(?:ms|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?"
+     r"|weeks?|months?|years?) ago|just now)\b", "<ago>"),
+    (r"\b\d+(?:\.\d+)? ?(?:ms|s|sec|secs|seconds)\b", "<dur>"),
+    (r"\b(?:0x)?[0-9a-f]{12,}\b", "<hex>"),
+    (r"(?<=[:/ ])(?:127\.0\.0\.1|localhost)(?::\d+)?", "<host>"),
+    (r"\b(?=(?:[a-z]*\d){2})(?=\d*[a-z])[a-z0-9]{8,}\b", "<rnd>"),
+))
+TOKEN = re.compile(r"<[a-z]+>|\w+|[^\w\s]", re.UNICODE)
+
+
+def mask(text: str) -> str:
+    """Replace the fixed volatile patterns in `text` and fold white space."""
+    for pattern, replacement in MASKS:
+        text = pattern.sub(replacement, text)
+    return " ".join(text.split())
+
+
+def tokens(line: str) -> tuple[str, ...]:
+    """Split a canonical line into words, placeholders and punctuation."""
+    return tuple(TOKEN.findall(line))
+
+
+def text_lines(text: str | None, prefix: str) -> set[str]:
+    """Non-empty masked lines of a block of text."""
+    if not text:
+        return set()
+    return {f"{prefix}|{masked}" for raw in text.splitlines() if (masked := mask(raw))}
+
+
+_INLINE_VALUE = re.compile(r"""^(\s*- .*?["'\]]):\s+(.+)$""")
+
+
+def a11y_lines(a11y: Any, inline_text: bool = True) -> set[str]:
+    """Lines of an accessibility tree given as a YAML-like string or nested JSON.
+
+    A YAML node's inline text (``- listitem "a.txt": a.txt 5s ago``) is text already in
+    the state's ``text`` when it has one: then it is dropped (``inline_text=False``),
+    else it becomes a line of its own.
+    """
+    if a11y is None:
+        return set()
+    if isinstance(a11y, str):
+        lines: set[str] = set()
+        for raw in a11y.splitlines():
+            raw = raw.rstrip().removesuffix(":")  # a trailing colon only says "has children"
+            match = _INLINE_VALUE.match(raw)
+            parts = [raw] if not match else [match.group(1)] + ([match.group(2)] * inline_text)
+            lines.update(f"A|{masked}" for part in parts if (masked := mask(part)))
+        return lines - {"A|-", "A|- :"}
+    lines = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for child in node:
+                walk(child)
+        elif isinstance(node, dict):
+            role, name = node.get("role", ""), node.get("name", "")
+            if role or name:
+                lines.add(f"A|{mask(f'{role} {name}'.strip())}")
+            walk(node.get("children", []))
+    walk(a11y)
+    return lines
+
+
+def url_line(url: str | None) -> set[str]:
+    """The URL without scheme, host and query: the part that names the page."""
+    if not url:
+        return set()
+    parts = urlsplit(url)
+    return {f"U|{mask(parts.path or '/')}"} if parts.scheme else {f"U|{mask(url)}"}
+
+
+def file_facts(files: dict[str, str] | None, baseline: dict[str, str] | None) -> set[str]:
+    """Facts of a code snapshot: which files exist, their content, and how they differ
+    from the run's first snapshot (`baseline`)."""
+    if files is None:
+        return set()
+    baseline = baseline or {}
+    facts = set()
+    for path, digest in files.items():
+        facts.add(f"F|exists {path}")
+        facts.add(f"F|content {path} {digest[:16]}")
+        if path not in baseline:
+            facts.add(f"F|added {path}")
+        else:
+            facts.add(f"F|{'unchanged' if baseline[path] == digest else 'changed'} {path}")
+    facts.update(f"F|deleted {path}" for path in baseline if path not in files)
+    return facts

@@ -1,0 +1,73 @@
+"""The merged graph of successful runs and its essential states (dominators of SUCCESS).
+
+Every successful run is a path START -> its states -> SUCCESS. A state that dominates
+SUCCESS lies on every such path: it is an essential milestone. Everything else is
+optional (spinners, toasts, detours, alternative routes).
+"""
+from __future__ import annotations
+
+from typing import Hashable, Iterable, Sequence
+
+import networkx as nx
+
+START = "START"
+SUCCESS = "SUCCESS"
+
+
+def merged_graph(paths: Iterable[Sequence[Hashable]]) -> nx.DiGraph:
+    """Union of the paths START -> states -> SUCCESS (consecutive repeats collapsed).
+
+    >>> g = merged_graph([["a", "b"], ["a", "c", "b"]])
+    >>> sorted(g.successors("a"))
+    ['b', 'c']
+    """
+    graph = nx.DiGraph()
+    graph.add_nodes_from([START, SUCCESS])
+    for path in paths:
+        previous = START
+        for node in path:
+            if node != previous:
+                graph.add_edge(previous, node)
+            previous = node
+        graph.add_edge(previous, SUCCESS)
+    return graph
+
+
+def immediate_dominators(graph: nx.DiGraph, start: Hashable = START) -> dict[Hashable, Hashable]:
+    """Immediate dominators of every node reachable from `start`, without `start`.
+
+    networkx before 3.6 maps `start` to itself and 3.6 leaves it out; this function
+    always leaves it out, so callers see one behaviour.
+
+    Raises
+    ------
+    KeyError
+        If `start` is not in the graph.
+    """
+    if start not in graph:
+        raise KeyError(f"start node {start!r} is not in the graph")
+    idom = dict(nx.immediate_dominators(graph, start))
+    idom.pop(start, None)
+    return idom
+
+
+def essential_chain(graph: nx.DiGraph, start: Hashable = START,
+                    sink: Hashable = SUCCESS) -> list[Hashable]:
+    """The dominators of `sink`, in path order, without `start` and `sink`.
+
+    Uses the Cooper-Harvey-Kennedy algorithm as implemented by networkx
+    ("A Simple, Fast Dominance Algorithm", 2001).
+
+    >>> g = merged_graph([["load", "home", "dialog", "results"], ["home", "dialog", "results"]])
+    >>> essential_chain(g)
+    ['home', 'dialog', 'results']
+    """
+    idom = immediate_dominators(graph, start)
+    if sink not in idom:
+        raise ValueError(f"{sink!r} is not reachable from {start!r}")
+    chain = []
+    node = idom[sink]
+    while node != start:
+        chain.append(node)
+        node = idom[node]
+    return chain[::-1]

@@ -1,0 +1,113 @@
+"""Tiered, conservative equivalence of an observed state and a model state.
+
+Tiers, cheapest first; each decision keeps the tier that decided and its evidence:
+
+1. ``exact``: the screenshot bytes equal a member's.
+2. ``structure``: for states with text, an accessibility tree or files, the learned
+   templates decide. A salient template missing is *different* (it vetoes any visual
+   likeness: a renamed file is a few pHash bits apart). Every line explained is *same*,
+   whatever the pixels say (the same screen in a dark theme). A few unexplained lines
+   on a screen that also looks the same are *unsure*.
+3. ``phash`` then ``ssim`` (with the learned volatile-pixel mask) for screens without text.
+4. ``llm``: only for pairs still unsure, when enabled and within the run's budget.
+   Without it, unsure means different: states merge only on a confident *same*.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from trustlayer.fingerprints import Fingerprint
+from trustlayer.llm import LLMJudge
+from trustlayer.model import ModelState
+from trustlayer.settings import Settings
+from trustlayer.visual import hamming, masked_ssim
+
+UNSURE_MAX_UNEXPLAINED = 2
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The answer of the tiers for one pair: verdict, deciding tier, evidence."""
+
+    verdict: str
+    tier: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def same(self) -> bool:
+        return self.verdict == "same"
+
+
+def _visual(fp: Fingerprint, state: ModelState, settings: Settings) -> Decision:
+    if fp.phash is None or not state.phashes:
+        return Decision("different", "phash", {"reason": "no screenshot on one side"})
+    distance = min(hamming(fp.phash, h) for h in state.phashes)
+    if distance <= settings.phash_same:
+        return Decision("same", "phash", {"phash_distance": distance})
+    if distance >= settings.phash_different or fp.thumbnail is None or not state.thumbnails:
+        return Decision("different", "phash", {"phash_distance": distance})
+    size = settings.thumbnail_size
+    mine = fp.thumbnail_array(size)
+    mask = state.mask_array(size)
+    ssim = max(masked_ssim(mine, np.frombuffer(t, np.uint8).reshape(size, size) / 255.0, mask)
+               for t in state.thumbnails)
+    evidence = {"phash_distance": distance, "ssim": round(ssim, 4)}
+    if ssim >= settings.ssim_same:
+        return Decision("same", "ssim", evidence)
+    if ssim <= settings.ssim_different:
+        return Decision("different", "ssim", evidence)
+    return Decision("unsure", "ssim", evidence)
+
+
+def _structural(fp: Fingerprint, state: ModelState, settings: Settings) -> Decision:
+    if not fp.has_structure:
+        return Decision("different", "structure", {"reason": "the state has no text"})
+    missing, unexplained = state.profile.compare(fp.lines)
+    evidence = {"missing": missing[:8], "unexplained": unexplained[:8]}
+    if missing:
+        return Decision("different", "structure", evidence)
+    content = [line for line in fp.lines if not line.startswith(("T|", "U|"))]
+    if len(unexplained) <= settings.unexplained_line_tolerance * len(content):
+        return Decision("same", "structure", evidence)
+    if len(unexplained) <= UNSURE_MAX_UNEXPLAINED and _visual(fp, state, settings).same:
+        return Decision("unsure", "structure", evidence)
+    return Decision("different", "structure", evidence)
+
+
+def _thumbnail_png(raw: bytes | None, size: int) -> bytes | None:
+    if raw is None:
+        return None
+    out = io.BytesIO()
+    Image.frombytes("L", (size, size), raw).save(out, format="PNG")
+    return out.getvalue()
+
+
+def decide(fp: Fingerprint, state: ModelState, settings: Settings,
+           llm: LLMJudge | None = None) -> Decision:
+    """Decide whether observed state `fp` is model state `state`: same, different or unsure.
+
+    `llm` is consulted only for a pair the other tiers leave unsure; pass None (the
+    default, and what callers do when the tier is off or the run's budget is spent)
+    and unsure stays unsure, which callers treat as different.
+    """
+    if fp.image_sha is not None and fp.image_sha in state.image_shas:
+        return Decision("same", "exact", {"image_sha": fp.image_sha[:12]})
+    if state.structural:
+        decision = _structural(fp, state, settings)
+    elif fp.has_structure:
+        decision = Decision("different", "structure", {"reason": "model state has no text"})
+    else:
+        decision = _visual(fp, state, settings)
+    if decision.verdict != "unsure" or llm is None:
+        return decision
+    size = settings.thumbnail_size
+    answer = llm.judge("\n".join(sorted(fp.lines)), "\n".join(state.profile.templates),
+                       _thumbnail_png(fp.thumbnail, size),
+                       _thumbnail_png(state.thumbnails[0] if state.thumbnails else None, size))
+    evidence = dict(decision.evidence, llm_reason=answer.reason, llm_called=answer.called)
+    return Decision("same" if answer.same else "different", "llm", evidence)

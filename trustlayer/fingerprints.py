@@ -1,0 +1,83 @@
+"""Fingerprints of one observed state, computed once per state.
+
+A fingerprint holds the canonical lines of the state's text, accessibility tree, title,
+URL and code snapshot (see :mod:`trustlayer.canonical`) and, for a screenshot, the
+SHA-256 of its bytes, a 64-bit perceptual hash and a small grayscale thumbnail for SSIM.
+"""
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+
+import imagehash
+import numpy as np
+from PIL import Image
+
+from trustlayer.canonical import a11y_lines, file_facts, text_lines, url_line
+from trustlayer.traces import Observation
+
+HASH_IMAGE_SIZE = 32
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Everything the equivalence tiers compare, for one state."""
+
+    lines: frozenset[str]
+    image_sha: str | None = None
+    phash: int | None = None
+    thumbnail: bytes | None = field(default=None, repr=False)
+    title: str | None = None
+    label: str | None = None
+
+    @property
+    def has_structure(self) -> bool:
+        """True when the state carries text, an accessibility tree or files."""
+        return any(not line.startswith(("T|", "U|")) for line in self.lines)
+
+    def thumbnail_array(self, size: int) -> np.ndarray | None:
+        """The thumbnail as a `size` x `size` float array in [0, 1]."""
+        if self.thumbnail is None:
+            return None
+        return np.frombuffer(self.thumbnail, dtype=np.uint8).reshape(size, size) / 255.0
+
+    def to_json(self) -> dict:
+        return {"lines": sorted(self.lines), "image_sha": self.image_sha,
+                "phash": None if self.phash is None else f"{self.phash:016x}",
+                "thumbnail": None if self.thumbnail is None else
+                base64.b64encode(self.thumbnail).decode("ascii"),
+                "title": self.title, "label": self.label}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Fingerprint":
+        return cls(frozenset(data["lines"]), data.get("image_sha"),
+                   None if data.get("phash") is None else int(data["phash"], 16),
+                   None if data.get("thumbnail") is None else base64.b64decode(data["thumbnail"]),
+                   data.get("title"), data.get("label"))
+
+
+def image_signature(gray: Image.Image, thumbnail_size: int) -> tuple[int, bytes]:
+    """Perceptual hash (DCT pHash of a downscaled copy) and thumbnail bytes of a
+    grayscale image."""
+    small = gray.resize((HASH_IMAGE_SIZE * 4, HASH_IMAGE_SIZE * 4), Image.Resampling.BOX)
+    phash = int(str(imagehash.phash(small)), 16)
+    thumb = small.resize((thumbnail_size, thumbnail_size), Image.Resampling.BOX)
+    return phash, thumb.tobytes()
+
+
+def fingerprint(observation: Observation, thumbnail_size: int,
+                baseline_files: dict[str, str] | None = None) -> Fingerprint:
+    """Fingerprint one observation. `baseline_files` is the run's first code snapshot."""
+    lines = set()
+    lines |= text_lines(observation.title, "T")
+    lines |= url_line(observation.url)
+    lines |= text_lines(observation.text, "X")
+    lines |= a11y_lines(observation.a11y, inline_text=not observation.text)
+    lines |= file_facts(observation.files, baseline_files)
+    phash = thumbnail = image_sha = None
+    shot = observation.screenshot
+    if shot is not None:
+        image_sha = shot.sha256
+        phash, thumbnail = image_signature(shot.gray(), thumbnail_size)
+    return Fingerprint(frozenset(lines), image_sha, phash, thumbnail, observation.title,
+                       observation.label)

@@ -1,0 +1,220 @@
+"""Learn a task model from successful runs (and, optionally, failed ones).
+
+Pipeline: fingerprint every state -> group corresponding states across runs
+(:mod:`trustlayer.align`) -> learn each group's templates and visual exemplars ->
+merge the runs into one graph -> essential chain = dominators of SUCCESS
+(:mod:`trustlayer.dominators`) -> interruptions, timing, names, negative milestones.
+"""
+from __future__ import annotations
+
+import logging
+import statistics
+from collections import Counter, defaultdict
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from trustlayer.align import content, group_states
+from trustlayer.dominators import SUCCESS, START, essential_chain, immediate_dominators, \
+    merged_graph
+from trustlayer.equivalence import decide
+from trustlayer.model import Model, ModelState
+from trustlayer.naming import name_states
+from trustlayer.settings import Settings
+from trustlayer.steps import NO_ACTION, Step, action_signature, run_steps
+from trustlayer.templates import learn_profile
+from trustlayer.traces import Run
+from trustlayer.visual import learn_volatile_mask
+
+log = logging.getLogger(__name__)
+MAX_EXEMPLARS = 3
+Progress = Callable[[Iterable], Iterable]
+
+
+class LearnError(ValueError):
+    """Runs from which no model can be learned."""
+
+
+def _build_state(state_id: str, members: Sequence[tuple[str, Step]], size: int) -> ModelState:
+    fps = [step.fingerprint for _, step in members]
+    structural = any(fp.has_structure for fp in fps)
+    thumbs = [fp.thumbnail for fp in fps if fp.thumbnail is not None]
+    arrays = [np.frombuffer(t, np.uint8).reshape(size, size) / 255.0 for t in thumbs]
+    mask = learn_volatile_mask(arrays)
+    return ModelState(
+        id=state_id, name="", profile=learn_profile([fp.lines for fp in fps]) if structural
+        else learn_profile([]), structural=structural,
+        image_shas=sorted({fp.image_sha for fp in fps if fp.image_sha}),
+        phashes=sorted({fp.phash for fp in fps if fp.phash is not None}),
+        thumbnails=thumbs[:MAX_EXEMPLARS],
+        volatile_mask=None if mask is None else np.packbits(mask).tobytes(),
+        members=[[run_id, step.seq] for run_id, step in members])
+
+
+def _interruptions(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> list[str]:
+    """Essential states that are interruptions in every successful run: they add content
+    on top of the previous screen and that content is gone in the next one (a dialog,
+    a menu, a toast). Runs may skip them; what they lead to is checked by the next
+    milestone."""
+    soft = []
+    for state_id in essential:
+        verdicts = []
+        for path in paths.values():
+            first = next(i for i, (sid, _) in enumerate(path) if sid == state_id)
+            last = first
+            while last + 1 < len(path) and path[last + 1][0] == state_id:
+                last += 1
+            if first == 0 or last == len(path) - 1:
+                verdicts.append(False)
+                continue
+            before, here, after = (content(path[i][1].fingerprint) for i in (first - 1, first,
+                                                                              last + 1))
+            overlay = here - before
+            verdicts.append(bool(overlay) and not overlay & after and (before & after) <= here)
+        if all(verdicts):
+            soft.append(state_id)
+    return soft
+
+
+def _timing(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> dict:
+    reach: dict[str, list[float]] = defaultdict(list)
+    dwell: dict[str, list[float]] = defaultdict(list)
+    for path in paths.values():
+        start = path[0][1].ts
+        for sid in essential:
+            reach[sid].append(next(step.ts for s, step in path if s == sid) - start)
+        for (sid, step), (_, following) in zip(path, path[1:]):
+            dwell[sid].append(following.ts - step.ts)
+
+    def summary(values: list[float]) -> dict:
+        return {"min": min(values), "median": statistics.median(values), "max": max(values),
+                "n": len(values)}
+    return {"time_to_reach": {sid: summary(v) for sid, v in reach.items()},
+            "dwell": {sid: summary(v) for sid, v in dwell.items()}}
+
+
+def _edges(paths: dict[str, list[tuple[str, Step]]]) -> list[dict]:
+    actions: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    runs: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for run_id, path in paths.items():
+        previous = START
+        for sid, step in path:
+            if sid != previous:
+                actions[(previous, sid)][action_signature(step)] += 1
+                runs[(previous, sid)].add(run_id)
+            previous = sid
+        runs[(previous, SUCCESS)].add(run_id)
+        actions[(previous, SUCCESS)][NO_ACTION] += 0
+    return [{"source": s, "target": t, "actions": dict(sorted(actions[(s, t)].items())),
+             "runs": len(runs[(s, t)])} for s, t in sorted(runs)]
+
+
+def _nearest_essential(idom: dict, essential: list[str]) -> dict[str, str]:
+    marks = set(essential)
+    nearest = {}
+    for node in idom:
+        if node in (START, SUCCESS):
+            continue
+        up = idom[node]
+        while up not in marks and up != START:
+            up = idom[up]
+        nearest[node] = up
+    return nearest
+
+
+def _negatives(model: Model, failed: Sequence[Run], causes: dict[str, str | None],
+               settings: Settings) -> list[ModelState]:
+    """States of failed runs, after the last milestone they reached, that match no state of
+    the successful runs: seen only when things go wrong (an error dialog)."""
+    unmatched: list[tuple[str, Step]] = []
+    essential = model.essential
+    for run in failed:
+        steps = run_steps(run, settings)
+        matched = [[sid for sid, st in model.states.items() if decide(step.fingerprint, st,
+                                                                       settings).same]
+                   for step in steps]
+        reached = max((i for i, ids in enumerate(matched) if set(ids) & set(essential)),
+                      default=-1)
+        unmatched += [(run.run_id, step) for i, step in enumerate(steps)
+                      if i > reached and not matched[i]]
+    negatives: list[ModelState] = []
+    for run_id, step in unmatched:
+        if any(decide(step.fingerprint, n, settings).same for n in negatives):
+            continue
+        state = _build_state(f"n{len(negatives)}", [(run_id, step)], settings.thumbnail_size)
+        state.negative_cause = causes.get(run_id)
+        negatives.append(state)
+    return negatives
+
+
+def learn(runs: Sequence[Run], settings: Settings | None = None,
+          causes: dict[str, str | None] | None = None, progress: Progress | None = None,
+          version: int = 1) -> Model:
+    """Learn the model of one task.
+
+    Parameters
+    ----------
+    runs : runs of one task. Runs whose end event says ``failure`` only feed negative
+        milestones; all others are taken as successful.
+    settings : thresholds and limits, saved in the model.
+    causes : optional ``run_id -> cause`` for failed runs (from ``labels.json``).
+    progress : optional wrapper that shows progress over an iterable (e.g. tqdm).
+
+    Raises
+    ------
+    LearnError
+        No runs, runs of several tasks, or no successful run.
+    """
+    settings = settings or Settings()
+    progress = progress or (lambda items: items)
+    if not runs:
+        raise LearnError("no runs to learn from")
+    tasks = sorted({run.task for run in runs})
+    if len(tasks) > 1:
+        raise LearnError(f"runs of several tasks given ({', '.join(tasks)}); learn one task "
+                         "at a time")
+    ordered = sorted(runs, key=lambda r: r.run_id)
+    successes = [r for r in ordered if r.outcome != "failure"]
+    failed = [r for r in ordered if r.outcome == "failure"]
+    if not successes:
+        raise LearnError("no successful run: a model is learned from successful runs")
+    if len(successes) == 1:
+        log.warning("one successful run only: every state of it is taken as essential")
+    steps = {run.run_id: run_steps(run, settings) for run in progress(successes)}
+    steps = {rid: s for rid, s in steps.items() if s}
+    if not steps:
+        raise LearnError("the successful runs have no state events")
+    run_ids = sorted(steps)
+    groups = group_states([[st.fingerprint for st in steps[rid]] for rid in run_ids], settings)
+    groups.sort(key=lambda g: (statistics.mean(i / len(steps[run_ids[r]]) for r, i in g), g[0]))
+    state_of: dict[tuple[int, int], str] = {}
+    states: dict[str, ModelState] = {}
+    for number, group in enumerate(groups):
+        sid = f"s{number}"
+        for key in group:
+            state_of[key] = sid
+        states[sid] = _build_state(sid, [(run_ids[r], steps[run_ids[r]][i]) for r, i in group],
+                                   settings.thumbnail_size)
+    paths = {rid: [(state_of[(r, i)], st) for i, st in enumerate(steps[rid])]
+             for r, rid in enumerate(run_ids)}
+    graph = merged_graph([[sid for sid, _ in path] for path in paths.values()])
+    essential = [str(n) for n in essential_chain(graph)]
+    idom = immediate_dominators(graph)
+    labels = defaultdict(list)
+    titles = defaultdict(list)
+    for path in paths.values():
+        for sid, step in path:
+            if step.fingerprint.label:
+                labels[sid].append(step.fingerprint.label)
+            if step.fingerprint.title:
+                titles[sid].append(step.fingerprint.title)
+    name_states(list(states.values()), labels, titles)
+    model = Model(task=tasks[0], version=version, states=states, edges=_edges(paths),
+                  essential=essential, soft=_interruptions(essential, paths), negative=[],
+                  idom=_nearest_essential(idom, essential), timing=_timing(essential, paths),
+                  training_runs=run_ids, settings=settings)
+    for negative in _negatives(model, failed, causes or {}, settings):
+        negative.name = f"{negative.name or negative.id} (seen in failed runs)"
+        model.states[negative.id] = negative
+        model.negative.append(negative.id)
+    return model

@@ -1,0 +1,255 @@
+"""Incremental matching of one run against a model: one event in, the run's status out.
+
+The essential states must appear in order, extra states allowed (skip-till-next-match);
+interruptions among them (:func:`trustlayer.learn._interruptions`) may be skipped.
+A run fails for certain when it ends without every milestone or when a negative
+milestone appears; it is ``at_risk`` (an early warning, not a failure) when it shows a
+state whose dominating milestone has not been seen yet. The verdict never reads the
+run's own ``outcome`` or ``self_report``. The batch validator is a loop over
+:meth:`Matcher.feed`; the streaming worker runs the same code.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from trustlayer.cause import explain_failure
+from trustlayer.equivalence import decide
+from trustlayer.index import StateIndex
+from trustlayer.llm import LLMJudge
+from trustlayer.model import Model
+from trustlayer.steps import StepBuilder, action_signature
+from trustlayer.traces import Action, Event, Run
+
+RUNNING, AT_RISK, PASSED, FAILED = "running", "at_risk", "passed", "failed"
+
+
+@dataclass
+class Status:
+    """The run's status after the last event fed."""
+
+    run_id: str
+    task: str
+    status: str = RUNNING
+    reason: str | None = None
+    cause: str | None = None
+    coverage: float = 0.0
+    matched: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    detected_at_seq: int | None = None
+    final: bool = False
+    llm_calls: int = 0
+    unknown_states: int = 0
+    model_version: int = 0
+    event_ts: float | None = None
+
+    @property
+    def verdict(self) -> str | None:
+        """``pass`` or ``fail`` once final, else None."""
+        if self.status == FAILED:
+            return "fail"
+        return "pass" if self.final and self.status == PASSED else None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(asdict(self), verdict=self.verdict)
+
+
+def _index(model: Model) -> StateIndex:
+    index = getattr(model, "_state_index", None)
+    if index is None:
+        index = StateIndex(model)
+        model._state_index = index  # built once per loaded model
+    return index
+
+
+class Matcher:
+    """Judges one run incrementally, River-style: ``feed(event) -> Status``.
+
+    Parameters
+    ----------
+    model : the task's model.
+    llm : optional LLM judge for pairs the cheap tiers leave unsure (off when None);
+        at most ``model.settings.llm.max_calls_per_run`` calls are made for the run.
+    """
+
+    def __init__(self, model: Model, llm: LLMJudge | None = None):
+        self.model, self.llm = model, llm
+        self.builder = StepBuilder(model.settings)
+        self.position = 0
+        self.history: list[dict[str, Any]] = []
+        self.matched_at: dict[str, int] = {}
+        self.start_ts: float | None = None
+        self.state: Status | None = None
+
+    @property
+    def status(self) -> Status | None:
+        return self.state
+
+    def _llm_for_run(self) -> LLMJudge | None:
+        if self.llm is None or not self.model.settings.llm.enabled:
+            return None
+        if self.state.llm_calls >= self.model.settings.llm.max_calls_per_run:
+            return None
+        return self.llm
+
+    def _matches(self, step) -> list[str]:
+        found = []
+        for sid in sorted(_index(self.model).candidates(step.fingerprint)):
+            llm = self._llm_for_run()
+            decision = decide(step.fingerprint, self.model.states[sid], self.model.settings, llm)
+            if decision.evidence.get("llm_called"):
+                self.state.llm_calls += 1
+            if decision.same:
+                found.append(sid)
+        return found
+
+    def feed(self, event: Event) -> Status:
+        """Take the run's next event (in `seq` order) and return the run's status."""
+        if self.state is None:
+            self.state = Status(event.run_id, event.task, model_version=self.model.version,
+                                missing=[self.model.name(s) for s in self.model.essential])
+            self.start_ts = event.ts
+        self.state.event_ts = event.ts
+        if self.state.final:
+            return self.state
+        step = self.builder.feed(event)
+        if step is not None:
+            self._observe(step)
+        elif event.kind == "end":
+            self.close(event.seq)
+        return self.state
+
+    def _observe(self, step) -> None:
+        ids = self._matches(step)
+        negatives = [sid for sid in ids if sid in self.model.negative]
+        known = [sid for sid in ids if sid not in self.model.negative]
+        self.history.append({"seq": step.seq, "ts": step.ts, "ids": known,
+                             "via": action_signature(step)})
+        if not known:
+            self.state.unknown_states += 1
+        if negatives and not known:
+            negative = self.model.states[negatives[0]]
+            self._fail(step.seq, f"negative milestone '{negative.name}' appeared",
+                       negative.negative_cause or "product_bug")
+            return
+        if self.state.status == FAILED:
+            return
+        self._advance(known, step.seq)
+
+    def _advance(self, ids: list[str], seq: int) -> None:
+        essential, soft = self.model.essential, set(self.model.soft)
+        for target in range(self.position, len(essential)):
+            if essential[target] in ids:
+                self.matched_at[essential[target]] = seq
+                self.position = target + 1
+                self.state.warnings = []
+                break
+            if essential[target] not in soft:
+                break
+        else:
+            target = None
+        if target is None or self.position <= target:
+            self._warn(ids)
+        self._update(seq)
+
+    def _warn(self, ids: list[str]) -> None:
+        essential = self.model.essential
+        for sid in ids:
+            needed = sid if sid in essential else self.model.idom.get(sid)
+            if needed in essential and essential.index(needed) > self.position - (sid != needed):
+                blocking = essential[self.position]
+                if blocking in self.model.soft:
+                    continue
+                warning = (f"reached '{self.model.name(sid)}' before "
+                           f"'{self.model.name(blocking)}'")
+                if warning not in self.state.warnings:
+                    self.state.warnings.append(warning)
+
+    def _update(self, seq: int) -> None:
+        essential = self.model.essential
+        self.state.matched = [self.model.name(s) for s in essential if s in self.matched_at]
+        self.state.missing = [self.model.name(s) for s in essential[self.position:]
+                              if s not in self.model.soft]
+        total = len(essential)
+        self.state.coverage = round(len(self.matched_at) / total, 4) if total else 1.0
+        done = self.position >= total or all(s in self.model.soft for s in essential[self.position:])
+        if done:
+            self.state.status, self.state.reason = PASSED, "every essential milestone reached"
+            if self.state.detected_at_seq is None:
+                self.state.detected_at_seq = seq
+        else:
+            self.state.status = AT_RISK if self.state.warnings else RUNNING
+
+    def _fail(self, seq: int, reason: str, cause: str | None) -> None:
+        self.state.status, self.state.reason, self.state.cause = FAILED, reason, cause
+        self.state.detected_at_seq = seq
+        self.state.final = True
+
+    def close(self, seq: int) -> None:
+        """Judge the run as ended after event `seq` (its end event, or its last one)."""
+        if self.state is None or self.state.final:
+            return
+        if self.state.status == PASSED:
+            self.state.final = True
+            return
+        reason, cause = explain_failure(self.model, self.history, self.position,
+                                        list(self.matched_at))
+        self._fail(seq, reason, cause)
+
+    def tick(self, now: float) -> Status | None:
+        """Fail the run if a learned deadline has passed at time `now` (the stream's timer):
+        the next milestone not reached within ``deadline_factor`` times the slowest
+        successful run, or the current state lasting far longer than it ever did."""
+        if self.state is None or self.state.final or self.state.status == PASSED:
+            return self.state
+        timing, factor = self.model.timing, self.model.settings.deadline_factor
+        upcoming = self.model.essential[self.position]
+        reach = timing["time_to_reach"].get(upcoming)
+        if reach and now - self.start_ts > factor * reach["max"] + 1.0:
+            self._fail(self.history[-1]["seq"] if self.history else 0,
+                       f"'{self.model.name(upcoming)}' not reached within "
+                       f"{factor * reach['max'] + 1.0:.0f} s; successful runs reached it within "
+                       f"{reach['max']:.0f} s", "product_bug")
+            return self.state
+        if self.history and self.history[-1]["ids"]:
+            current = self.history[-1]["ids"][0]
+            dwell = timing["dwell"].get(current)
+            lasted = now - self.history[-1]["ts"]
+            if dwell and lasted > factor * dwell["max"] + 1.0:
+                self._fail(self.history[-1]["seq"],
+                           f"'{self.model.name(current)}' lasted {lasted:.0f} s; successful runs "
+                           f"left it within {dwell['max']:.0f} s", "product_bug")
+        return self.state
+
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-serialisable state, for the stream's table (see :meth:`restore`)."""
+        return {"position": self.position, "history": self.history,
+                "matched_at": self.matched_at, "start_ts": self.start_ts,
+                "baseline_files": self.builder.baseline_files,
+                "pending": [asdict(a) for a in self.builder.pending],
+                "status": None if self.state is None else asdict(self.state)}
+
+    @classmethod
+    def restore(cls, model: Model, data: dict[str, Any], llm: LLMJudge | None = None) -> "Matcher":
+        """Rebuild a matcher from :meth:`snapshot`."""
+        matcher = cls(model, llm)
+        matcher.position, matcher.history = data["position"], data["history"]
+        matcher.matched_at, matcher.start_ts = dict(data["matched_at"]), data["start_ts"]
+        matcher.builder.baseline_files = data["baseline_files"]
+        matcher.builder.pending = [Action(**a) for a in data["pending"]]
+        matcher.state = None if data["status"] is None else Status(**data["status"])
+        return matcher
+
+
+def judge_run(model: Model, run: Run, llm: LLMJudge | None = None) -> Status:
+    """The batch validator for one run: feed every event, return the final status.
+    A run without an end event is judged as if it had ended after its last event."""
+    matcher = Matcher(model, llm)
+    status = None
+    for event in run.events:
+        status = matcher.feed(event)
+    if run.end is None:
+        matcher.close(run.events[-1].seq)
+        status = matcher.status
+    return status

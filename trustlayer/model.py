@@ -1,0 +1,171 @@
+"""The learned model of one task, and its versioned JSON file.
+
+A model holds the merged states (each with learned templates and visual exemplars),
+the graph's edges with action counts, the essential chain (dominators of SUCCESS),
+optional and negative states, timing statistics, training run ids and the settings
+used. ``Model.load(path)`` of ``model.save(path)`` gives an equal model.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trustlayer.settings import Settings
+from trustlayer.templates import Profile
+
+MODEL_FORMAT = 1
+
+
+class ModelError(ValueError):
+    """A model file that cannot be used."""
+
+
+@dataclass
+class ModelState:
+    """One merged state of the model.
+
+    Attributes
+    ----------
+    id : str
+        Stable identifier (``s0``, ``s1``...), ordered by position in the runs.
+    name : str
+        Human name, distinct within the model, used in explanations.
+    profile : Profile
+        Learned templates of the state's canonical lines (empty when it has no text).
+    structural : bool
+        True when the state carries text, an accessibility tree or files.
+    image_shas, phashes : list
+        Screenshot digests and perceptual hashes of the members.
+    thumbnails : list of bytes
+        A few member thumbnails (grayscale, ``thumbnail_size`` squared) as exemplars.
+    volatile_mask : bytes or None
+        Packed boolean mask of thumbnail pixels that vary between members.
+    members : list of [run_id, seq]
+        Where the state was observed in the training runs.
+    negative_cause : str or None
+        For a negative milestone (seen only in failed runs), the cause it implies.
+    """
+
+    id: str
+    name: str
+    profile: Profile
+    structural: bool
+    image_shas: list[str] = field(default_factory=list)
+    phashes: list[int] = field(default_factory=list)
+    thumbnails: list[bytes] = field(default_factory=list)
+    volatile_mask: bytes | None = None
+    members: list[list[Any]] = field(default_factory=list)
+    negative_cause: str | None = None
+
+    def mask_array(self, size: int) -> np.ndarray | None:
+        if self.volatile_mask is None:
+            return None
+        return np.unpackbits(np.frombuffer(self.volatile_mask, dtype=np.uint8))[: size * size] \
+            .reshape(size, size).astype(bool)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "name": self.name, "profile": self.profile.to_json(),
+                "structural": self.structural, "image_shas": self.image_shas,
+                "phashes": [f"{h:016x}" for h in self.phashes],
+                "thumbnails": [base64.b64encode(t).decode("ascii") for t in self.thumbnails],
+                "volatile_mask": None if self.volatile_mask is None else
+                base64.b64encode(self.volatile_mask).decode("ascii"),
+                "members": self.members, "negative_cause": self.negative_cause}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ModelState":
+        return cls(data["id"], data["name"], Profile.from_json(data["profile"]),
+                   data["structural"], list(data["image_shas"]),
+                   [int(h, 16) for h in data["phashes"]],
+                   [base64.b64decode(t) for t in data["thumbnails"]],
+                   None if data["volatile_mask"] is None else base64.b64decode(data["volatile_mask"]),
+                   [list(m) for m in data["members"]], data.get("negative_cause"))
+
+
+@dataclass
+class Model:
+    """A learned task model. Settings in ``settings``; learned state in the rest."""
+
+    task: str
+    version: int
+    states: dict[str, ModelState]
+    edges: list[dict[str, Any]]
+    essential: list[str]
+    soft: list[str]
+    negative: list[str]
+    idom: dict[str, str]
+    timing: dict[str, Any]
+    training_runs: list[str]
+    settings: Settings
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def optional(self) -> list[str]:
+        """States that successful runs may skip."""
+        fixed = set(self.essential) | set(self.negative)
+        return [sid for sid in self.states if sid not in fixed]
+
+    def name(self, state_id: str) -> str:
+        return self.states[state_id].name
+
+    def out_actions(self, state_id: str) -> set[str]:
+        """Action signatures successful runs took from `state_id`."""
+        return {a for e in self.edges if e["source"] == state_id for a in e["actions"]}
+
+    def successors(self, state_id: str) -> set[str]:
+        return {e["target"] for e in self.edges if e["source"] == state_id}
+
+    def to_json(self) -> dict:
+        return {"format": MODEL_FORMAT, "task": self.task, "version": self.version,
+                "states": [s.to_json() for s in self.states.values()], "edges": self.edges,
+                "essential": self.essential, "soft": self.soft, "negative": self.negative,
+                "idom": self.idom, "timing": self.timing, "training_runs": self.training_runs,
+                "settings": self.settings.to_json(), "history": self.history}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Model":
+        fmt = data.get("format")
+        if not isinstance(fmt, int):
+            raise ModelError("not a trustlayer model (no 'format' field)")
+        if fmt > MODEL_FORMAT:
+            raise ModelError(f"model format {fmt} is newer than this trustlayer reads "
+                             f"({MODEL_FORMAT}); upgrade trustlayer")
+        try:
+            states = [ModelState.from_json(s) for s in data["states"]]
+            return cls(data["task"], data["version"], {s.id: s for s in states}, data["edges"],
+                       data["essential"], data["soft"], data["negative"], data["idom"],
+                       data["timing"], data["training_runs"], Settings.from_json(data["settings"]),
+                       data.get("history", []))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"model file is damaged: {exc!r}") from None
+
+    def save(self, path: str | Path) -> None:
+        """Write the model as JSON (atomically: a temporary file, then a rename)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=1, sort_keys=True), encoding="utf-8")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Model":
+        """Read a model file; raises :class:`ModelError` with a clear message."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ModelError(f"{path}: model file not found") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ModelError(f"{path}: not a JSON model file ({exc})") from None
+        if not isinstance(data, dict):
+            raise ModelError(f"{path}: not a trustlayer model")
+        try:
+            return cls.from_json(data)
+        except ModelError as exc:
+            raise ModelError(f"{path}: {exc}") from None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Model) and self.to_json() == other.to_json()

@@ -1,0 +1,60 @@
+"""A run as the matcher and the learner see it: fingerprinted states with the actions
+that led to each."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trustlayer.fingerprints import Fingerprint, fingerprint
+from trustlayer.traces import Action, Event, Run
+from trustlayer.settings import Settings
+
+NO_ACTION = "(none)"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One observed state of a run and the agent's actions since the previous state
+    (empty when the screen changed on its own)."""
+
+    seq: int
+    ts: float
+    fingerprint: Fingerprint
+    actions: tuple[Action, ...]
+
+
+def action_signature(step: Step) -> str:
+    """How a step was reached: the last action's signature, or NO_ACTION when the
+    screen changed on its own."""
+    return step.actions[-1].signature() if step.actions else NO_ACTION
+
+
+class StepBuilder:
+    """Turns events into steps one at a time (the run's first code snapshot is the
+    baseline for file facts)."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.baseline_files: dict[str, str] | None = None
+        self.pending: list[Action] = []
+
+    def feed(self, event: Event) -> Step | None:
+        """Return the step completed by `event`, if it is a state."""
+        if event.kind == "action":
+            self.pending.append(event.action)
+            return None
+        if event.kind != "state":
+            return None
+        observation = event.observation
+        if observation.files is not None and self.baseline_files is None:
+            self.baseline_files = dict(observation.files)
+        step = Step(event.seq, event.ts,
+                    fingerprint(observation, self.settings.thumbnail_size, self.baseline_files),
+                    tuple(self.pending))
+        self.pending = []
+        return step
+
+
+def run_steps(run: Run, settings: Settings) -> list[Step]:
+    """All steps of a run, in order."""
+    builder = StepBuilder(settings)
+    return [step for event in run.events if (step := builder.feed(event)) is not None]

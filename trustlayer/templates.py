@@ -1,0 +1,157 @@
+"""Learned line templates: which parts of a state vary between successful runs, which must match.
+
+The members of one model state are corresponding states of different successful runs.
+Lines that differ between members in a few word positions, and never stand together in
+one member, are variants of one slot: they become one template with a wildcard ``*`` at
+the differing positions (``untitled.txt`` / ``hello.txt`` -> ``* . txt``). A template
+found in every member is *salient* (it must match); one found in some members is
+*optional*. Anything a new state shows that no template explains is *unexplained*.
+Nothing here knows about any particular application: the variation is learned.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from trustlayer.canonical import tokens
+
+WILDCARD = "*"
+MAX_VARYING_SHARE = 0.34
+
+
+def _split(line: str) -> tuple[str, tuple[str, ...]]:
+    prefix, _, body = line.partition("|")
+    return prefix, tokens(body)
+
+
+def _render(prefix: str, template: tuple[str, ...]) -> str:
+    return f"{prefix}|{' '.join(template)}"
+
+
+def template_form(line: str) -> str:
+    """A canonical line as an exact template renders it (tokens joined by spaces)."""
+    return _render(*_split(line))
+
+
+def _can_merge(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
+    if len(left) != len(right):
+        return False
+    differing = [i for i, (a, b) in enumerate(zip(left, right)) if a != b]
+    if not differing or len(differing) > int(len(left) * MAX_VARYING_SHARE):
+        return False
+    return all((left[i] == WILDCARD or left[i][:1].isalnum()) and right[i][:1].isalnum()
+               for i in differing)
+
+
+@dataclass
+class Profile:
+    """The learned templates of one model state.
+
+    Attributes
+    ----------
+    templates : list of str
+        Rendered templates (``"X|* . txt"``), wildcard tokens as ``*``.
+    salient : list of bool
+        For each template, whether every member showed it.
+    """
+
+    templates: list[str] = field(default_factory=list)
+    salient: list[bool] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._exact: dict[str, int] = {}
+        self._wild: dict[tuple[str, int], list[tuple[int, tuple[str, ...]]]] = {}
+        for index, rendered in enumerate(self.templates):
+            prefix, body = _split(rendered)
+            if WILDCARD in body:
+                self._wild.setdefault((prefix, len(body)), []).append((index, body))
+            else:
+                self._exact[_render(prefix, body)] = index
+
+    def template_of(self, line: str) -> int | None:
+        """Index of the template that explains `line`, or None."""
+        prefix, body = _split(line)
+        index = self._exact.get(_render(prefix, body))
+        if index is not None:
+            return index
+        for index, template in self._wild.get((prefix, len(body)), ()):
+            if all(t == WILDCARD or t == b for t, b in zip(template, body)):
+                return index
+        return None
+
+    def compare(self, lines: Iterable[str]) -> tuple[list[str], list[str]]:
+        """Salient templates that `lines` lack, and lines that no template explains."""
+        found: set[int] = set()
+        unexplained = []
+        for line in lines:
+            index = self.template_of(line)
+            if index is None:
+                unexplained.append(line)
+            else:
+                found.add(index)
+        missing = [t for i, t in enumerate(self.templates) if self.salient[i] and i not in found]
+        return missing, sorted(unexplained)
+
+    @property
+    def salient_templates(self) -> list[str]:
+        return [t for t, s in zip(self.templates, self.salient) if s]
+
+    def to_json(self) -> dict:
+        return {"templates": self.templates, "salient": self.salient}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Profile":
+        return cls(list(data["templates"]), list(data["salient"]))
+
+
+def learn_profile(members: Sequence[frozenset[str]]) -> Profile:
+    """Learn the templates of one model state from its members' canonical lines.
+
+    Two lines are variants of one slot when they have the same prefix and token count,
+    differ in at most a third of their positions (words only), and never occur together
+    in one member (two lines of one screen are two slots). The most alike variants are
+    merged first, so a slot filled in every member is found before a loose look-alike.
+
+    >>> p = learn_profile([frozenset({"T|untitled.txt - Lab", "X|saved"}),
+    ...                    frozenset({"T|hello.txt - Lab", "X|saved"})])
+    >>> p.compare({"T|greeting.txt - Lab", "X|saved"})
+    ([], [])
+    >>> p.compare({"T|greeting.md - Lab", "X|saved"})
+    (['T|* . txt - Lab'], ['T|greeting.md - Lab'])
+    """
+    holders: dict[str, set[int]] = {}
+    for number, member in enumerate(members):
+        for line in member:
+            holders.setdefault(line, set()).add(number)
+    lines = sorted(holders)
+    split = {line: _split(line) for line in lines}
+    buckets: dict[tuple[str, int], list[str]] = {}
+    for line in lines:
+        buckets.setdefault((split[line][0], len(split[line][1])), []).append(line)
+    pairs = []
+    for bucket in buckets.values():
+        for i, left in enumerate(bucket):
+            for right in bucket[i + 1:]:
+                if not holders[left] & holders[right] and _can_merge(split[left][1],
+                                                                     split[right][1]):
+                    distance = sum(a != b for a, b in zip(split[left][1], split[right][1]))
+                    pairs.append((distance, left, right))
+    group_of = {line: i for i, line in enumerate(lines)}
+    bodies = {i: split[line][1] for i, line in enumerate(lines)}
+    owners = {i: set(holders[line]) for i, line in enumerate(lines)}
+    for _, left, right in sorted(pairs):
+        a, b = group_of[left], group_of[right]
+        if a == b or owners[a] & owners[b] or not _can_merge(bodies[a], bodies[b]) \
+                and bodies[a] != bodies[b]:
+            continue
+        bodies[a] = tuple(x if x == y else WILDCARD for x, y in zip(bodies[a], bodies[b]))
+        owners[a] |= owners.pop(b)
+        del bodies[b]
+        for line, group in group_of.items():
+            if group == b:
+                group_of[line] = a
+    prefixes = {group_of[line]: split[line][0] for line in lines}
+    groups = sorted(bodies)
+    templates = [_render(prefixes[g], bodies[g]) for g in groups]
+    salient = [len(owners[g]) == len(members) for g in groups]
+    return Profile(templates, salient)

@@ -1,0 +1,371 @@
+"""Read and validate agent traces (format version 1, see docs/TRACE_FORMAT.md).
+
+A trace file is JSON Lines, one event per line, one run per file. Every problem is a
+:class:`TraceError` naming the file and line, never a traceback. Screenshots are
+checked when read (inside the trace's directory, a real image, within the pixel
+limit) but decoded only when a fingerprint needs their pixels.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from PIL import Image
+
+from trustlayer.settings import Settings
+
+FORMAT_VERSION = 1
+EVENT_KINDS = ("state", "action", "end")
+ACTION_TYPES = ("click", "key", "type", "scroll", "wait", "navigate", "tool", "api")
+OUTCOMES = ("success", "failure", "unknown")
+SELF_REPORTS = ("success", "failure")
+OBSERVATION_CONTENT = ("screenshot", "text", "a11y", "files")
+IMAGE_FORMATS = ("PNG", "JPEG", "WEBP")
+
+
+class TraceError(ValueError):
+    """A trace that does not follow the format; says where and what."""
+
+    def __init__(self, message: str, source: str = "<stream>", line: int | None = None):
+        self.message, self.source, self.line = message, source, line
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {message}")
+
+
+class ImageRef:
+    """A screenshot held as its encoded bytes; pixels are decoded on first use."""
+
+    __slots__ = ("data", "origin", "sha256", "_gray")
+
+    def __init__(self, data: bytes, origin: str):
+        self.data, self.origin = data, origin
+        self.sha256 = hashlib.sha256(data).hexdigest()
+        self._gray: Image.Image | None = None
+
+    def gray(self) -> Image.Image:
+        """The decoded image in 8-bit grayscale (decoded once)."""
+        if self._gray is None:
+            with Image.open(io.BytesIO(self.data)) as image:
+                self._gray = image.convert("L")
+        return self._gray
+
+
+@dataclass(frozen=True)
+class Action:
+    """What the agent did."""
+
+    type: str
+    target: str | None = None
+    value: str | None = None
+    args: dict[str, Any] | None = None
+
+    def signature(self) -> str:
+        """A short canonical form of the action, used to compare actions across runs."""
+        return f"{self.type}:{self.target or ''}:{self.value or ''}" if self.type != "tool" \
+            else f"tool:{self.target or ''}"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the runner observed in one state."""
+
+    screenshot: ImageRef | None = None
+    text: str | None = None
+    a11y: Any = None
+    url: str | None = None
+    title: str | None = None
+    files: dict[str, str] | None = None
+    label: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One validated trace event."""
+
+    run_id: str
+    task: str
+    seq: int
+    ts: float
+    kind: str
+    observation: Observation | None = None
+    action: Action | None = None
+    outcome: str | None = None
+    self_report: str | None = None
+    meta: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass
+class Run:
+    """All events of one run, in `seq` order."""
+
+    run_id: str
+    task: str
+    events: list[Event]
+    source: str = "<memory>"
+
+    @property
+    def states(self) -> list[Event]:
+        return [e for e in self.events if e.kind == "state"]
+
+    @property
+    def end(self) -> Event | None:
+        return self.events[-1] if self.events and self.events[-1].kind == "end" else None
+
+    @property
+    def outcome(self) -> str | None:
+        return self.end.outcome if self.end else None
+
+
+def _require(obj: dict, name: str, kind: type | tuple, source: str, line: int | None) -> Any:
+    if name not in obj:
+        raise TraceError(f"missing required field '{name}'", source, line)
+    value = obj[name]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise TraceError(f"field '{name}' must be {_type_name(kind)}, got {type(value).__name__}",
+                         source, line)
+    return value
+
+
+def _type_name(kind: type | tuple) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join({"str": "a string", "int": "an integer", "float": "a number",
+                        "dict": "an object"}.get(k.__name__, k.__name__) for k in kinds)
+
+
+def _optional_str(obj: dict, name: str, source: str, line: int | None) -> str | None:
+    value = obj.get(name)
+    if value is not None and not isinstance(value, str):
+        raise TraceError(f"field '{name}' must be a string", source, line)
+    return value
+
+
+def load_image(ref: str, base_dir: Path | None, settings: Settings, source: str,
+               line: int | None) -> ImageRef:
+    """Read a screenshot given as a `data:` URI or a path relative to `base_dir`.
+
+    Raises :class:`TraceError` for paths that leave `base_dir`, missing files, files
+    that are not PNG/JPEG/WebP images, and images over ``settings.max_image_pixels``.
+    """
+    if ref.startswith("data:"):
+        header, _, payload = ref.partition(",")
+        if not header.startswith("data:image/") or not header.endswith(";base64"):
+            raise TraceError("screenshot data URI must be 'data:image/...;base64,...'", source, line)
+        try:
+            data = base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError):
+            raise TraceError("screenshot data URI is not valid base64", source, line) from None
+        origin = "data URI"
+    else:
+        if base_dir is None:
+            raise TraceError(f"screenshot path '{ref}' given but no image directory is allowed "
+                             "here; send a data: URI instead", source, line)
+        root = base_dir.resolve()
+        path = (root / ref).resolve()
+        if Path(ref).is_absolute() or not path.is_relative_to(root):
+            raise TraceError(f"screenshot path '{ref}' leaves the trace directory {root}",
+                             source, line)
+        if not path.is_file():
+            raise TraceError(f"screenshot file not found: {path}", source, line)
+        data = path.read_bytes()
+        origin = str(path)
+    _check_image(data, origin, settings, source, line)
+    return ImageRef(data, origin)
+
+
+def _check_image(data: bytes, origin: str, settings: Settings, source: str,
+                 line: int | None) -> None:
+    """Read only the image header: format and size, no pixel decoding."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            fmt, (width, height) = image.format, image.size
+    except Image.DecompressionBombError:
+        raise TraceError(f"screenshot {origin} is a decompression bomb", source, line) from None
+    except Exception:
+        raise TraceError(f"screenshot {origin} is not a PNG, JPEG or WebP image", source,
+                         line) from None
+    if fmt not in IMAGE_FORMATS:
+        raise TraceError(f"screenshot {origin} is {fmt}, not PNG, JPEG or WebP", source, line)
+    if width * height > settings.max_image_pixels:
+        raise TraceError(f"screenshot {origin} has {width}x{height} pixels, over the limit of "
+                         f"{settings.max_image_pixels} (setting max_image_pixels)", source, line)
+
+
+def _parse_observation(obj: Any, base_dir: Path | None, settings: Settings, source: str,
+                       line: int | None) -> Observation:
+    if not isinstance(obj, dict):
+        raise TraceError("field 'observation' must be an object", source, line)
+    if not any(obj.get(name) is not None for name in OBSERVATION_CONTENT):
+        raise TraceError("observation needs at least one of screenshot, text, a11y, files",
+                         source, line)
+    screenshot = obj.get("screenshot")
+    if screenshot is not None and not isinstance(screenshot, str):
+        raise TraceError("observation.screenshot must be a string", source, line)
+    a11y = obj.get("a11y")
+    if a11y is not None and not isinstance(a11y, (str, dict, list)):
+        raise TraceError("observation.a11y must be an object or a string", source, line)
+    files = obj.get("files")
+    if files is not None and (not isinstance(files, dict)
+                              or not all(isinstance(v, str) for v in files.values())):
+        raise TraceError("observation.files must be an object {path: sha256}", source, line)
+    known = {"screenshot", "text", "a11y", "url", "title", "files", "label"}
+    return Observation(
+        screenshot=load_image(screenshot, base_dir, settings, source, line) if screenshot else None,
+        text=_optional_str(obj, "text", source, line), a11y=a11y,
+        url=_optional_str(obj, "url", source, line), title=_optional_str(obj, "title", source, line),
+        files=files, label=_optional_str(obj, "label", source, line),
+        extra={k: v for k, v in obj.items() if k not in known})
+
+
+def _parse_action(obj: Any, source: str, line: int | None) -> Action:
+    if not isinstance(obj, dict):
+        raise TraceError("field 'action' must be an object", source, line)
+    action_type = _require(obj, "type", str, source, line)
+    if action_type not in ACTION_TYPES:
+        raise TraceError(f"action.type '{action_type}' is not one of {', '.join(ACTION_TYPES)}",
+                         source, line)
+    args = obj.get("args")
+    if args is not None and not isinstance(args, dict):
+        raise TraceError("action.args must be an object", source, line)
+    value = obj.get("value")
+    return Action(action_type, _optional_str(obj, "target", source, line),
+                  None if value is None else str(value), args)
+
+
+def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int | None = None,
+                base_dir: Path | None = None, settings: Settings | None = None) -> Event:
+    """Validate one event (a dict or its JSON text) and return it as an :class:`Event`.
+
+    Raises
+    ------
+    TraceError
+        For malformed JSON, missing or mistyped fields, unknown kinds, bad images.
+    """
+    settings = settings or Settings()
+    if isinstance(obj, (str, bytes)):
+        try:
+            obj = json.loads(obj)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise TraceError(f"not valid JSON ({exc})", source, line) from None
+    if not isinstance(obj, dict):
+        raise TraceError("an event must be a JSON object", source, line)
+    version = _require(obj, "v", int, source, line)
+    if version != FORMAT_VERSION:
+        raise TraceError(f"format version {version} is not supported (this reads version "
+                         f"{FORMAT_VERSION})", source, line)
+    run_id = _require(obj, "run_id", str, source, line)
+    task = _require(obj, "task", str, source, line)
+    if not run_id or not task:
+        raise TraceError("run_id and task must not be empty", source, line)
+    seq = _require(obj, "seq", int, source, line)
+    if seq < 0:
+        raise TraceError(f"seq must be 0 or more, got {seq}", source, line)
+    ts = float(_require(obj, "ts", (int, float), source, line))
+    if not math.isfinite(ts):
+        raise TraceError("ts must be a finite number", source, line)
+    kind = _require(obj, "kind", str, source, line)
+    meta = obj.get("meta")
+    if meta is not None and not isinstance(meta, dict):
+        raise TraceError("field 'meta' must be an object", source, line)
+    common = dict(run_id=run_id, task=task, seq=seq, ts=ts, kind=kind, meta=meta, raw=obj)
+    if kind == "state":
+        observation = _parse_observation(obj.get("observation"), base_dir, settings, source, line) \
+            if "observation" in obj else None
+        if observation is None:
+            raise TraceError("a state event needs an 'observation'", source, line)
+        return Event(observation=observation, **common)
+    if kind == "action":
+        if "action" not in obj:
+            raise TraceError("an action event needs an 'action'", source, line)
+        return Event(action=_parse_action(obj["action"], source, line), **common)
+    if kind == "end":
+        outcome = _require(obj, "outcome", str, source, line)
+        if outcome not in OUTCOMES:
+            raise TraceError(f"outcome '{outcome}' is not one of {', '.join(OUTCOMES)}", source, line)
+        self_report = _optional_str(obj, "self_report", source, line)
+        if self_report is not None and self_report not in SELF_REPORTS:
+            raise TraceError(f"self_report '{self_report}' is not success or failure", source, line)
+        return Event(outcome=outcome, self_report=self_report, **common)
+    raise TraceError(f"kind '{kind}' is not one of {', '.join(EVENT_KINDS)}", source, line)
+
+
+def read_run(path: str | Path, settings: Settings | None = None) -> Run:
+    """Read one `.jsonl` trace file as a :class:`Run`, validating every line."""
+    path = Path(path)
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TraceError("file not found", source) from None
+    except UnicodeDecodeError:
+        raise TraceError("file is not UTF-8 text", source) from None
+    events: list[Event] = []
+    for number, line_text in enumerate(text.splitlines(), start=1):
+        if not line_text.strip():
+            continue
+        event = parse_event(line_text, source=source, line=number, base_dir=path.parent,
+                            settings=settings)
+        _check_sequence(events, event, source, number)
+        events.append(event)
+    if not events:
+        raise TraceError("no events in file", source)
+    return Run(events[0].run_id, events[0].task, events, source)
+
+
+def _check_sequence(previous: list[Event], event: Event, source: str, line: int) -> None:
+    expected = len(previous)
+    if previous and previous[-1].kind == "end":
+        raise TraceError("event after the run's 'end' event", source, line)
+    if previous and event.run_id != previous[0].run_id:
+        raise TraceError(f"run_id '{event.run_id}' differs from the file's run "
+                         f"'{previous[0].run_id}' (one run per file)", source, line)
+    if previous and event.task != previous[0].task:
+        raise TraceError(f"task '{event.task}' differs from the run's task '{previous[0].task}'",
+                         source, line)
+    if event.seq != expected:
+        problem = "does not increase" if event.seq < expected else "skips"
+        raise TraceError(f"seq {event.seq} {problem}: expected {expected}", source, line)
+
+
+def trace_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Expand files and directories into `.jsonl` trace files (directories sorted)."""
+    for path in map(Path, paths):
+        if path.is_dir():
+            yield from sorted(path.glob("*.jsonl"))
+        elif path.is_file():
+            yield path
+        else:
+            raise TraceError("no such file or directory", str(path))
+
+
+def read_runs(paths: Iterable[str | Path], settings: Settings | None = None) -> list[Run]:
+    """Read every run under `paths` (files or directories of `.jsonl` files)."""
+    runs = [read_run(path, settings) for path in trace_files(paths)]
+    seen: dict[str, str] = {}
+    for run in runs:
+        if run.run_id in seen:
+            raise TraceError(f"run_id '{run.run_id}' also in {seen[run.run_id]}", run.source)
+        seen[run.run_id] = run.source
+    return runs
+
+
+def load_labels(directory: str | Path) -> dict[str, dict[str, Any]]:
+    """Read `labels.json` of a labelled trace directory."""
+    path = Path(directory) / "labels.json"
+    try:
+        labels = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TraceError("labels.json not found (needed for evaluation)", str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise TraceError(f"not valid JSON ({exc})", str(path)) from None
+    if not isinstance(labels, dict):
+        raise TraceError("labels.json must map run_id to {outcome, cause}", str(path))
+    return labels
