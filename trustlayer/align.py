@@ -25,17 +25,29 @@ def content(fp: Fingerprint) -> frozenset[str]:
 
 
 def similarity(left: Fingerprint, right: Fingerprint, settings: Settings) -> float:
-    """A score in [0, 1]: Jaccard of content lines, or visual closeness without text."""
+    """A score in [0, 1]: the mean, over the kinds of content either state has (text,
+    accessibility tree, files), of the Jaccard index of their lines; so a long file
+    listing does not drown a short tool output. Visual closeness for screens without text.
+    """
     if left.image_sha is not None and left.image_sha == right.image_sha:
         return 1.0
     if left.has_structure or right.has_structure:
         if not (left.has_structure and right.has_structure):
             return 0.0
-        a, b = content(left), content(right)
-        return len(a & b) / len(a | b)
+        a, b = _by_kind(content(left)), _by_kind(content(right))
+        kinds = a.keys() | b.keys()
+        return sum(len(a.get(k, set()) & b.get(k, set())) / len(a.get(k, set()) | b.get(k, set()))
+                   for k in kinds) / len(kinds)
     if left.phash is None or right.phash is None:
         return 0.0
     return max(0.0, 1.0 - hamming(left.phash, right.phash) / settings.phash_different)
+
+
+def _by_kind(lines: frozenset[str]) -> dict[str, set[str]]:
+    kinds: dict[str, set[str]] = {}
+    for line in lines:
+        kinds.setdefault(line[0], set()).add(line)
+    return kinds
 
 
 def same_observation(left: Fingerprint, right: Fingerprint, settings: Settings) -> bool:

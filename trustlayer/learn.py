@@ -28,6 +28,7 @@ from trustlayer.visual import learn_volatile_mask
 
 log = logging.getLogger(__name__)
 MAX_EXEMPLARS = 3
+INTERRUPTION_MIN_KEPT = 0.5  # most of an interruption's text is the screen beneath it
 Progress = Callable[[Iterable], Iterable]
 
 
@@ -53,24 +54,27 @@ def _build_state(state_id: str, members: Sequence[tuple[str, Step]], size: int) 
 
 def _interruptions(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> list[str]:
     """Essential states that are interruptions in every successful run: they add content
-    on top of the previous screen and that content is gone in the next one (a dialog,
-    a menu, a toast). Runs may skip them; what they lead to is checked by the next
+    on top of the previous screen, keeping (nearly) all of its text, and what they added
+    is gone again later in the run (a dialog, a menu, a toast; not a tool output that replaces the last). Runs may skip them; what they lead to is checked by the next
     milestone."""
     soft = []
     for state_id in essential:
         verdicts = []
         for path in paths.values():
             first = next(i for i, (sid, _) in enumerate(path) if sid == state_id)
-            last = first
-            while last + 1 < len(path) and path[last + 1][0] == state_id:
-                last += 1
-            if first == 0 or last == len(path) - 1:
+            if first == 0:
                 verdicts.append(False)
                 continue
-            before, here, after = (content(path[i][1].fingerprint) for i in (first - 1, first,
-                                                                              last + 1))
-            overlay = here - before
-            verdicts.append(bool(overlay) and not overlay & after and (before & after) <= here)
+            before, here = (content(path[i][1].fingerprint) for i in (first - 1, first))
+            added = here - before
+            after = next((later for later in (content(step.fingerprint)
+                                              for _, step in path[first + 1:])
+                          if not added & later), None)
+            if not added or after is None:
+                verdicts.append(False)
+                continue
+            text_here = {line for line in here if line.startswith("X|")} or here
+            verdicts.append(len(text_here & after) >= INTERRUPTION_MIN_KEPT * len(text_here))
         if all(verdicts):
             soft.append(state_id)
     return soft

@@ -13,6 +13,7 @@ from typing import Sequence
 from trustlayer.model import ModelState
 
 MAX_NAME = 70
+PREFERENCE = {"X": 0, "F": 1, "A": 2}  # visible text names a state best
 _HEADING = re.compile(r'^A\|-? ?(?:dialog|alertdialog|heading)(?: "([^"]+)")?')
 
 
@@ -28,7 +29,7 @@ def _base_name(state: ModelState, labels: Sequence[str], titles: Sequence[str]) 
 
 def _readable(template: str) -> str:
     body = template.partition("|")[2]
-    return re.sub(r" (?=[^\w<*])|(?<=[^\w>*]) ", "", body)[:MAX_NAME]
+    return re.sub(r" (?=[.,:;!?)\]/])|(?<=[(\[/.]) ", "", body)[:MAX_NAME]
 
 
 def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
@@ -43,7 +44,7 @@ def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
         if not name or base_count[name] > 1:
             distinctive = sorted((t for t in state.profile.salient_templates
                                   if not t.startswith(("T|", "U|"))),
-                                 key=lambda t: (frequency[t], -len(t), t))
+                                 key=lambda t: (frequency[t], "*" in t, PREFERENCE.get(t[0], 3), len(t), t))
             detail = _readable(distinctive[0]) if distinctive else ""
             name = f"{name}: {detail}" if name and detail else name or detail
         name = name or f"S{number}"

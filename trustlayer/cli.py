@@ -1,0 +1,183 @@
+"""The `trustlayer` command line: learn, validate, eval, show.
+
+Exit codes: 0 all runs pass, 1 some run fails, 2 bad input (with the file and line).
+Other packages add commands through the ``trustlayer.commands`` entry-point group: each
+entry is a function ``register(subparsers)`` (the streaming service uses it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Sequence
+
+from tqdm import tqdm
+
+from trustlayer.evaluate import score
+from trustlayer.learn import LearnError, learn
+from trustlayer.llm import LLMJudge
+from trustlayer.matcher import judge_run
+from trustlayer.model import Model, ModelError
+from trustlayer.settings import Settings
+from trustlayer.traces import TraceError, load_labels, read_run, trace_files
+
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad input that is not a trace or model problem."""
+
+
+def _progress(items: Sequence, description: str, quiet: bool) -> Any:
+    return tqdm(items, desc=description, unit="run", disable=quiet or len(items) < 2,
+                file=sys.stderr, leave=False)
+
+
+def _read(paths: Sequence[str], description: str, quiet: bool) -> list:
+    files = list(trace_files(paths))
+    if not files:
+        raise UsageError(f"no .jsonl trace files in {', '.join(paths)}")
+    return [read_run(f) for f in _progress(files, description, quiet)]
+
+
+def _labels_near(paths: Sequence[str]) -> dict[str, Any]:
+    labels: dict[str, Any] = {}
+    for path in map(Path, paths):
+        folder = path if path.is_dir() else path.parent
+        if (folder / "labels.json").is_file():
+            labels.update(load_labels(folder))
+    return labels
+
+
+def cmd_learn(args: argparse.Namespace) -> int:
+    runs = _read(args.paths, "reading", args.quiet)
+    labels = _labels_near(args.paths)
+    settings = Settings()
+    if args.llm_base_url:
+        settings.llm.enabled, settings.llm.base_url = True, args.llm_base_url
+    model = learn(runs, settings, causes={rid: lab.get("cause") for rid, lab in labels.items()},
+                  progress=lambda items: _progress(list(items), "fingerprinting", args.quiet))
+    model.save(args.output)
+    print(f"learned '{model.task}' from {len(model.training_runs)} successful runs: "
+          f"{len(model.states)} states, {len(model.essential)} essential, "
+          f"{len(model.negative)} negative -> {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def verdict_record(status) -> dict[str, Any]:
+    """The fields of one verdict line of `validate --format json`."""
+    return {"run_id": status.run_id, "task": status.task, "verdict": status.verdict or "fail",
+            "coverage": status.coverage, "reason": status.reason, "cause": status.cause,
+            "missing": status.missing, "warnings": status.warnings,
+            "llm_calls": status.llm_calls}
+
+
+def judge_paths(model: Model, paths: Sequence[str], quiet: bool) -> list[dict[str, Any]]:
+    """Verdict records for every run under `paths`."""
+    llm = LLMJudge(model.settings.llm) if model.settings.llm.enabled else None
+    records = []
+    for run in _read(paths, "validating", quiet):
+        if run.task != model.task:
+            raise UsageError(f"{run.source}: run of task '{run.task}', model is for "
+                             f"'{model.task}'")
+        records.append(verdict_record(judge_run(model, run, llm)))
+    return records
+
+
+def _text_line(record: dict[str, Any]) -> str:
+    if record["verdict"] == "pass":
+        return f"PASS {record['run_id']}  coverage {record['coverage']:.0%}"
+    return (f"FAIL {record['run_id']}  coverage {record['coverage']:.0%}  cause "
+            f"{record['cause']}\n     {record['reason']}")
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    model = Model.load(args.model)
+    records = judge_paths(model, args.paths, args.quiet)
+    for record in records:
+        print(json.dumps(record) if args.format == "json" else _text_line(record))
+    return EXIT_FAIL if any(r["verdict"] == "fail" for r in records) else EXIT_OK
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    model = Model.load(args.model)
+    labels = load_labels(args.directory)
+    summary = score(judge_paths(model, [args.directory], args.quiet), labels).summary()
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return EXIT_OK
+    c = summary["confusion"]
+    print(f"runs {summary['runs']}  accuracy {summary['accuracy']:.3f}  precision "
+          f"{summary['precision']:.3f}  recall {summary['recall']:.3f}  F1 {summary['f1']:.3f}  "
+          f"cause F1 {summary['cause_f1']:.3f}   (failure = positive)")
+    print("                 said fail  said pass")
+    print(f"  truly failed   {c['tp']:>9}  {c['fn']:>9}")
+    print(f"  truly passed   {c['fp']:>9}  {c['tn']:>9}")
+    for wrong in summary["wrong"]:
+        print(f"  wrong: {wrong['run_id']} truth {wrong['truth']}/{wrong['truth_cause']} said "
+              f"{wrong['verdict']}/{wrong['cause']}: {wrong['reason']}")
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    model = Model.load(args.model)
+    print(f"task {model.task}  version {model.version}  trained on "
+          f"{len(model.training_runs)} runs  {len(model.states)} states")
+    print("essential chain:")
+    for number, sid in enumerate(model.essential, 1):
+        reach = model.timing["time_to_reach"].get(sid, {})
+        soft = "  (interruption: may be skipped)" if sid in model.soft else ""
+        print(f"  {number}. {model.name(sid)}  [reached by {reach.get('max', 0):.1f} s]{soft}")
+    print("optional states:")
+    for sid in model.optional:
+        print(f"  - {model.name(sid)}")
+    print("negative milestones:" if model.negative else "negative milestones: none")
+    for sid in model.negative:
+        print(f"  ! {model.name(sid)}  (cause {model.states[sid].negative_cause})")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trustlayer", description=__doc__.splitlines()[0])
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("learn", help="learn a model from successful runs")
+    p.add_argument("paths", nargs="+", help=".jsonl files or directories of them")
+    p.add_argument("-o", "--output", required=True, help="model file to write")
+    p.add_argument("--llm-base-url", help="enable the LLM tier with this OpenAI-compatible URL")
+    p.set_defaults(func=cmd_learn)
+    p = sub.add_parser("validate", help="judge runs against a model")
+    p.add_argument("model")
+    p.add_argument("paths", nargs="+")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_validate)
+    p = sub.add_parser("eval", help="score verdicts against DIR/labels.json")
+    p.add_argument("model")
+    p.add_argument("directory")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_eval)
+    p = sub.add_parser("show", help="print a model's milestones")
+    p.add_argument("model")
+    p.set_defaults(func=cmd_show)
+    for entry in entry_points(group="trustlayer.commands"):
+        entry.load()(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="trustlayer: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (TraceError, ModelError, LearnError, UsageError) as exc:
+        print(f"trustlayer: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
