@@ -11,7 +11,7 @@ from typing import Iterator
 
 from trustlayer.fingerprints import Fingerprint
 from trustlayer.model import Model
-from trustlayer.templates import WILDCARD, template_form
+from trustlayer.templates import WILDCARD, template_form, word_tokens
 from trustlayer.visual import hamming
 
 
@@ -66,7 +66,10 @@ class StateIndex:
         self.visual = BKTree()
         self.by_line: dict[str, set[str]] = {}
         self.unanchored: set[str] = set()
+        self.vocabulary: set[str] = set()
         for sid, state in model.states.items():
+            for template in state.profile.templates:
+                self.vocabulary.update(word_tokens(template))
             for phash in state.phashes:
                 self.visual.add(phash, sid)
             if not state.structural:
@@ -77,6 +80,10 @@ class StateIndex:
                 self.unanchored.add(sid)
             for template in anchors:
                 self.by_line.setdefault(template, set()).add(sid)
+
+    def novelty(self, fp: Fingerprint) -> list[str]:
+        """Words of the observed state that no training state ever showed."""
+        return sorted({word for line in fp.lines for word in word_tokens(line)} - self.vocabulary)
 
     def candidates(self, fp: Fingerprint) -> set[str]:
         """Model states that could be the observed state (a superset of the matches)."""

@@ -21,7 +21,7 @@ from trustlayer.equivalence import decide
 from trustlayer.model import Model, ModelState
 from trustlayer.naming import name_states
 from trustlayer.settings import Settings
-from trustlayer.steps import NO_ACTION, Step, action_signature, run_steps
+from trustlayer.steps import NO_ACTION, Step, action_signatures, run_steps
 from trustlayer.templates import learn_profile
 from trustlayer.traces import Run
 from trustlayer.visual import learn_volatile_mask
@@ -104,13 +104,26 @@ def _edges(paths: dict[str, list[tuple[str, Step]]]) -> list[dict]:
         previous = START
         for sid, step in path:
             if sid != previous:
-                actions[(previous, sid)][action_signature(step)] += 1
+                actions[(previous, sid)].update(action_signatures(step))
                 runs[(previous, sid)].add(run_id)
             previous = sid
         runs[(previous, SUCCESS)].add(run_id)
         actions[(previous, SUCCESS)][NO_ACTION] += 0
     return [{"source": s, "target": t, "actions": dict(sorted(actions[(s, t)].items())),
              "runs": len(runs[(s, t)])} for s, t in sorted(runs)]
+
+
+def _segment_actions(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> list[list[str]]:
+    """For each gap between milestones (before the first, after each), the action
+    signatures successful runs used there."""
+    segments: list[set[str]] = [set() for _ in range(len(essential) + 1)]
+    for path in paths.values():
+        reached = 0
+        for sid, step in path:
+            segments[reached].update(action.signature() for action in step.actions)
+            if reached < len(essential) and sid == essential[reached]:
+                reached += 1
+    return [sorted(s) for s in segments]
 
 
 def _nearest_essential(idom: dict, essential: list[str]) -> dict[str, str]:
@@ -216,6 +229,7 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     model = Model(task=tasks[0], version=version, states=states, edges=_edges(paths),
                   essential=essential, soft=_interruptions(essential, paths), negative=[],
                   idom=_nearest_essential(idom, essential), timing=_timing(essential, paths),
+                  segment_actions=_segment_actions(essential, paths),
                   training_runs=run_ids, settings=settings)
     for negative in _negatives(model, failed, causes or {}, settings):
         negative.name = f"{negative.name or negative.id} (seen in failed runs)"

@@ -18,7 +18,7 @@ from trustlayer.equivalence import decide
 from trustlayer.index import StateIndex
 from trustlayer.llm import LLMJudge
 from trustlayer.model import Model
-from trustlayer.steps import StepBuilder, action_signature
+from trustlayer.steps import StepBuilder, action_signatures
 from trustlayer.traces import Action, Event, Run
 
 RUNNING, AT_RISK, PASSED, FAILED = "running", "at_risk", "passed", "failed"
@@ -124,8 +124,9 @@ class Matcher:
         ids = self._matches(step)
         negatives = [sid for sid in ids if sid in self.model.negative]
         known = [sid for sid in ids if sid not in self.model.negative]
+        novel = _index(self.model).novelty(step.fingerprint) if not known else []
         self.history.append({"seq": step.seq, "ts": step.ts, "ids": known,
-                             "via": action_signature(step)})
+                             "via": action_signatures(step), "novel": novel[:8]})
         if not known:
             self.state.unknown_states += 1
         if negatives and not known:

@@ -102,6 +102,7 @@ class Model:
     timing: dict[str, Any]
     training_runs: list[str]
     settings: Settings
+    segment_actions: list[list[str]] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -125,7 +126,8 @@ class Model:
                 "states": [s.to_json() for s in self.states.values()], "edges": self.edges,
                 "essential": self.essential, "soft": self.soft, "negative": self.negative,
                 "idom": self.idom, "timing": self.timing, "training_runs": self.training_runs,
-                "settings": self.settings.to_json(), "history": self.history}
+                "settings": self.settings.to_json(), "segment_actions": self.segment_actions,
+                "history": self.history}
 
     @classmethod
     def from_json(cls, data: dict) -> "Model":
@@ -140,7 +142,7 @@ class Model:
             return cls(data["task"], data["version"], {s.id: s for s in states}, data["edges"],
                        data["essential"], data["soft"], data["negative"], data["idom"],
                        data["timing"], data["training_runs"], Settings.from_json(data["settings"]),
-                       data.get("history", []))
+                       data["segment_actions"], data.get("history", []))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None
 

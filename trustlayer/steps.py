@@ -22,10 +22,10 @@ class Step:
     actions: tuple[Action, ...]
 
 
-def action_signature(step: Step) -> str:
-    """How a step was reached: the last action's signature, or NO_ACTION when the
-    screen changed on its own."""
-    return step.actions[-1].signature() if step.actions else NO_ACTION
+def action_signatures(step: Step) -> list[str]:
+    """How a step was reached: its actions' signatures, or [NO_ACTION] when the screen
+    changed on its own."""
+    return [action.signature() for action in step.actions] or [NO_ACTION]
 
 
 class StepBuilder:

@@ -33,6 +33,11 @@ def template_form(line: str) -> str:
     return _render(*_split(line))
 
 
+def word_tokens(line: str) -> set[str]:
+    """The words (letters, at least three) of a canonical line or template."""
+    return {t for t in tokens(line.partition("|")[2]) if len(t) >= 3 and t.isalpha()}
+
+
 def _can_merge(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
     if len(left) != len(right):
         return False

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator
 
 from PIL import Image
 
+from trustlayer.canonical import mask
 from trustlayer.settings import Settings
 
 FORMAT_VERSION = 1
@@ -67,9 +68,14 @@ class Action:
     args: dict[str, Any] | None = None
 
     def signature(self) -> str:
-        """A short canonical form of the action, used to compare actions across runs."""
-        return f"{self.type}:{self.target or ''}:{self.value or ''}" if self.type != "tool" \
-            else f"tool:{self.target or ''}"
+        """A short canonical form of the action, used to compare actions across runs:
+        type, target and value (for tools: the path or command word), volatile parts
+        masked."""
+        if self.type in ("tool", "api"):
+            subject = (self.args or {}).get("path") or (self.value or "").split(" ", 1)[0]
+        else:
+            subject = self.value or ""
+        return mask(f"{self.type}:{self.target or ''}:{subject}")
 
 
 @dataclass(frozen=True)
