@@ -12,6 +12,7 @@ import networkx as nx
 
 START = "START"
 SUCCESS = "SUCCESS"
+VISIT_MARK = "#"
 
 
 def merged_graph(paths: Iterable[Sequence[Hashable]]) -> nx.DiGraph:
@@ -31,6 +32,30 @@ def merged_graph(paths: Iterable[Sequence[Hashable]]) -> nx.DiGraph:
             previous = node
         graph.add_edge(previous, SUCCESS)
     return graph
+
+
+def unroll_visits(path: Sequence[str]) -> list[str]:
+    """Name the k-th visit of a state in one run ``state#k`` (the first keeps its name)
+    and collapse consecutive repeats.
+
+    A run that shows a toast at its start and again at its end must not open a path
+    START -> toast -> SUCCESS that no run took; unrolled revisits keep the merged graph
+    to the paths the runs really took, up to the states they share.
+
+    >>> unroll_visits(["toast", "home", "home", "toast"])
+    ['toast', 'home', 'toast#1']
+    """
+    visits: dict[str, int] = {}
+    unrolled: list[str] = []
+    previous = None
+    for state in path:
+        if state == previous:
+            continue
+        count = visits.get(state, 0)
+        unrolled.append(state if count == 0 else f"{state}{VISIT_MARK}{count}")
+        visits[state] = count + 1
+        previous = state
+    return unrolled
 
 
 def immediate_dominators(graph: nx.DiGraph, start: Hashable = START) -> dict[Hashable, Hashable]:

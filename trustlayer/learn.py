@@ -15,8 +15,8 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from trustlayer.align import content, group_states
-from trustlayer.dominators import SUCCESS, START, essential_chain, immediate_dominators, \
-    merged_graph
+from trustlayer.dominators import SUCCESS, START, VISIT_MARK, essential_chain, \
+    immediate_dominators, merged_graph, unroll_visits
 from trustlayer.equivalence import decide
 from trustlayer.model import Model, ModelState
 from trustlayer.naming import name_states
@@ -130,12 +130,12 @@ def _nearest_essential(idom: dict, essential: list[str]) -> dict[str, str]:
     marks = set(essential)
     nearest = {}
     for node in idom:
-        if node in (START, SUCCESS):
+        if node in (START, SUCCESS) or VISIT_MARK in node:
             continue
         up = idom[node]
-        while up not in marks and up != START:
+        while up.split(VISIT_MARK)[0] not in marks and up != START:
             up = idom[up]
-        nearest[node] = up
+        nearest[node] = up.split(VISIT_MARK)[0]
     return nearest
 
 
@@ -214,8 +214,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                                    settings.thumbnail_size)
     paths = {rid: [(state_of[(r, i)], st) for i, st in enumerate(steps[rid])]
              for r, rid in enumerate(run_ids)}
-    graph = merged_graph([[sid for sid, _ in path] for path in paths.values()])
-    essential = [str(n) for n in essential_chain(graph)]
+    graph = merged_graph([unroll_visits([sid for sid, _ in path]) for path in paths.values()])
+    essential = [node.split(VISIT_MARK)[0] for node in essential_chain(graph)]
     idom = immediate_dominators(graph)
     labels = defaultdict(list)
     titles = defaultdict(list)
