@@ -103,6 +103,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    if args.baselines or args.markdown or args.directory is None:
+        from trustlayer.comparison import cmd_eval as compare_judges
+        return compare_judges(args)
     model = Model.load(args.model)
     labels = load_labels(args.directory)
     summary = score(judge_paths(model, [args.directory], args.quiet), labels).summary()
@@ -155,9 +158,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("eval", help="score verdicts against DIR/labels.json")
-    p.add_argument("model")
-    p.add_argument("directory")
+    p.add_argument("model", help="model file; or, alone, a folder of tasks (each with train/ "
+                   "and test/) to learn and judge one by one")
+    p.add_argument("directory", nargs="?")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--baselines", action="store_true",
+                   help="score self-report, record-and-replay, visual regression, trajectory "
+                   "superset and final-state check beside trustlayer")
+    p.add_argument("--reference", metavar="TRAIN_DIR",
+                   help="successful runs the baselines compare with (default DIR/../train)")
+    p.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
     p.set_defaults(func=cmd_eval)
     p = sub.add_parser("show", help="print a model's milestones")
     p.add_argument("model")
