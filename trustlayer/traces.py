@@ -142,9 +142,10 @@ def _require(obj: dict, name: str, kind: type | tuple, source: str, line: int | 
 
 
 def _type_name(kind: type | tuple) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join({"str": "a string", "int": "an integer", "float": "a number",
-                        "dict": "an object"}.get(k.__name__, k.__name__) for k in kinds)
+    if kind == (int, float):
+        return "a number"
+    return {"str": "a string", "int": "an integer", "dict": "an object"}.get(kind.__name__,
+                                                                             kind.__name__)
 
 
 def _optional_str(obj: dict, name: str, source: str, line: int | None) -> str | None:

@@ -1,0 +1,102 @@
+"""Real recorded traces: the floors honestly measured on ../shared/traces (see README)."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trustlayer.cli import judge_paths, main
+from trustlayer.evaluate import score
+from trustlayer.learn import learn
+from trustlayer.model import Model, ModelError
+from trustlayer.traces import load_labels, read_runs
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
+FLOORS = {"jupyter-dev": (0.95, 0.9), "coding-dev": (0.9, 0.6)}
+
+
+@pytest.fixture(scope="module", params=sorted(FLOORS))
+def dev_set(request):
+    root = SHARED / request.param
+    if not root.is_dir():
+        pytest.fail(f"dev traces missing at {root}: the repo expects ../shared beside it")
+    return request.param, root, learn(read_runs([root / "train"]))
+
+
+def test_dev_set_meets_its_floor_without_llm_calls(dev_set):
+    name, root, model = dev_set
+    verdicts = judge_paths(model, [str(root / "test")], quiet=True)
+    summary = score(verdicts, load_labels(root / "test")).summary()
+    failure_floor, cause_floor = FLOORS[name]
+    assert summary["f1"] >= failure_floor, summary
+    assert summary["cause_f1"] >= cause_floor, summary
+    assert sum(v["llm_calls"] for v in verdicts) == 0
+
+
+def test_every_training_run_passes_and_reasons_name_milestones(dev_set):
+    _, root, model = dev_set
+    verdicts = judge_paths(model, [str(root / "train")], quiet=True)
+    assert {v["verdict"] for v in verdicts} == {"pass"}
+    failing = [v for v in judge_paths(model, [str(root / "test")], quiet=True) if v["verdict"] == "fail"]
+    names = {model.name(s) for s in model.essential}
+    for verdict in failing:
+        assert "never reached" in verdict["reason"] or "negative milestone" in verdict["reason"]
+        assert verdict["missing"] and set(verdict["missing"]) <= names
+        assert verdict["cause"] in ("product_bug", "agent_error")
+
+
+def test_model_file_round_trip(dev_set, tmp_path):
+    _, _, model = dev_set
+    model.save(tmp_path / "m.json")
+    assert Model.load(tmp_path / "m.json") == model
+
+
+def test_newer_model_format_is_refused(dev_set, tmp_path):
+    _, _, model = dev_set
+    data = model.to_json()
+    data["format"] = 99
+    (tmp_path / "new.json").write_text(json.dumps(data))
+    with pytest.raises(ModelError, match="format 99 is newer"):
+        Model.load(tmp_path / "new.json")
+
+
+def test_names_are_distinct(dev_set):
+    _, _, model = dev_set
+    names = [s.name for s in model.states.values()]
+    assert len(names) == len(set(names)) and all(names)
+
+
+def test_verdicts_ignore_the_runs_own_outcome(tmp_path):
+    root = SHARED / "jupyter-dev" / "test"
+    model = learn(read_runs([SHARED / "jupyter-dev" / "train"]))
+    blind = tmp_path / "test"
+    blind.mkdir()
+    for path in sorted(root.glob("*.jsonl"))[:6]:
+        shutil.copytree(root / "shots" / path.stem, blind / "shots" / path.stem)
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        for event in lines:
+            if event["kind"] == "end":
+                event["outcome"], event["self_report"] = "success", "success"
+        (blind / path.name).write_text("".join(json.dumps(e) + "\n" for e in lines))
+    original = judge_paths(model, [str(p) for p in sorted(root.glob("*.jsonl"))[:6]], quiet=True)
+    assert judge_paths(model, [str(blind)], quiet=True) == original
+
+
+def test_cli_learn_validate_eval_show(tmp_path, capsys):
+    examples = Path(__file__).resolve().parents[1] / "examples" / "jupyter"
+    model_path = tmp_path / "model.json"
+    assert main(["-q", "learn", str(examples / "train"), "-o", str(model_path)]) == 0
+    assert main(["-q", "validate", str(model_path), str(examples / "test"), "--format", "json"]) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {"run_id", "task", "verdict", "coverage", "reason", "cause", "missing", "warnings",
+            "llm_calls"} <= set(lines[0])
+    labels = load_labels(examples / "test")
+    assert {v["run_id"]: v["verdict"] == "fail" for v in lines} == \
+        {rid: lab["outcome"] == "failure" for rid, lab in labels.items()}
+    assert main(["-q", "validate", str(model_path), str(examples / "train")]) == 0
+    assert capsys.readouterr().out.count("PASS ") == 8
+    assert main(["-q", "eval", str(model_path), str(examples / "test"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["f1"] == 1.0 and summary["runs"] == len(labels)
+    assert main(["-q", "show", str(model_path)]) == 0
+    assert "essential chain:" in capsys.readouterr().out

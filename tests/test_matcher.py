@@ -1,0 +1,68 @@
+"""The incremental matcher: statuses event by event, negatives, deadlines, snapshots."""
+import json
+
+from tracegen import as_run, events_for, make_screens
+from trustlayer.learn import learn
+from trustlayer.matcher import Matcher, judge_run
+
+
+def model_with_negative():
+    runs = [as_run(events_for(f"train-{n}", make_screens(n))) for n in range(3)]
+    failed = as_run(events_for("failed-0", make_screens(0)[:2] + ["Error dialog\nServer said 500"],
+                               outcome="failure"))
+    return learn(runs + [failed], causes={"failed-0": "product_bug"})
+
+
+def test_status_goes_running_then_passed_and_final_at_end():
+    model = learn([as_run(events_for(f"train-{n}", make_screens(n))) for n in range(3)])
+    matcher = Matcher(model)
+    statuses = [matcher.feed(e).status for e in as_run(events_for("new", make_screens(4))).events]
+    assert statuses[0] == "running" and statuses[-2] == "passed"
+    assert matcher.status.final and matcher.status.verdict == "pass"
+    assert matcher.status.coverage == 1.0
+
+
+def test_early_warning_when_a_later_state_comes_before_its_milestone():
+    model = learn([as_run(events_for(f"train-{n}", make_screens(n))) for n in range(3)])
+    screens = make_screens(4)
+    matcher = Matcher(model)
+    seen = [matcher.feed(e).status for e in as_run(events_for("new", [screens[0], screens[2]])).events]
+    assert "at_risk" in seen
+    assert seen[-1] == "failed"
+
+
+def test_negative_milestone_fails_the_run_at_once():
+    model = model_with_negative()
+    assert model.negative and model.states[model.negative[0]].negative_cause == "product_bug"
+    events = as_run(events_for("new", make_screens(5)[:2] + ["Error dialog\nServer said 500"]
+                               + make_screens(5)[2:])).events
+    matcher = Matcher(model)
+    for event in events:
+        status = matcher.feed(event)
+        if status.status == "failed":
+            break
+    assert status.detected_at_seq == 4 and "negative milestone" in status.reason
+    assert status.cause == "product_bug"
+
+
+def test_snapshot_restore_resumes_mid_run():
+    model = learn([as_run(events_for(f"train-{n}", make_screens(n))) for n in range(3)])
+    events = as_run(events_for("new", make_screens(4))).events
+    whole = judge_run(model, as_run(events_for("new", make_screens(4))))
+    first = Matcher(model)
+    for event in events[:5]:
+        first.feed(event)
+    resumed = Matcher.restore(model, json.loads(json.dumps(first.snapshot())))
+    for event in events[5:]:
+        status = resumed.feed(event)
+    assert status.to_json() == whole.to_json()
+
+
+def test_deadline_fails_a_silent_run():
+    model = learn([as_run(events_for(f"train-{n}", make_screens(n))) for n in range(3)])
+    matcher = Matcher(model)
+    first = as_run(events_for("new", make_screens(4))).events[0]
+    matcher.feed(first)
+    assert matcher.tick(first.ts + 1).status != "failed"
+    status = matcher.tick(first.ts + 3600)
+    assert status.status == "failed" and "not reached within" in status.reason
