@@ -97,9 +97,13 @@ def _text_line(record: dict[str, Any]) -> str:
 def cmd_validate(args: argparse.Namespace) -> int:
     model = Model.load(args.model)
     records = judge_paths(model, args.paths, args.quiet)
-    for record in records:
-        print(json.dumps(record) if args.format == "json" else _text_line(record))
-    return EXIT_FAIL if any(r["verdict"] == "fail" for r in records) else EXIT_OK
+    from trustlayer import outputs
+    if args.format in ("junit", "markdown") or args.output:
+        outputs.write(records, model.task, args.format, args.output, _text_line)
+    else:
+        for record in records:
+            print(json.dumps(record) if args.format == "json" else _text_line(record))
+    return EXIT_FAIL if outputs.failed(records, args.fail_on) else EXIT_OK
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -155,7 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="judge runs against a model")
     p.add_argument("model")
     p.add_argument("paths", nargs="+")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--format", choices=["text", "json", "junit", "markdown"], default="text",
+                   help="junit: one test case per run; markdown: a summary table for "
+                   "$GITHUB_STEP_SUMMARY")
+    p.add_argument("-o", "--output", help="write the verdicts to this file")
+    p.add_argument("--fail-on", choices=["any", "product_bug"], default="any",
+                   help="exit 1 on any failed run (default), or only on product bugs")
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("eval", help="score verdicts against DIR/labels.json")
     p.add_argument("model", help="model file; or, alone, a folder of tasks (each with train/ "
