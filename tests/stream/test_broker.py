@@ -210,6 +210,19 @@ def test_faust_table_app_processes_commits_and_recovers(kafka, tmp_path):
             if len(got) == n:
                 return got
 
+    async def unless_worker_dies(coro, proc, timeout):
+        task = asyncio.ensure_future(coro)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not task.done():
+            if proc.poll() is not None:
+                task.cancel()
+                raise AssertionError(f"the Faust worker exited with {proc.returncode}")
+            if asyncio.get_running_loop().time() > deadline:
+                task.cancel()
+                raise AssertionError("timed out waiting for the Faust worker's output")
+            await asyncio.wait([task], timeout=0.2)
+        return task.result()
+
     async def committed(admin, n):
         for _ in range(100):
             offsets = await admin.list_consumer_group_offsets(app_id)
@@ -222,7 +235,9 @@ def test_faust_table_app_processes_commits_and_recovers(kafka, tmp_path):
     def worker():
         with open(log, "ab") as fh:
             return subprocess.Popen(
-                [sys.executable, "counter_app.py", "worker", "-l", "info"],
+                # --without-web: the CLI's default --with-web overrides web_enabled=False, and
+                # the web server would bind 0.0.0.0:6066 (taken when two workers run here)
+                [sys.executable, "counter_app.py", "worker", "--without-web", "-l", "info"],
                 cwd=tmp_path, env=env, stdout=fh, stderr=subprocess.STDOUT,
             )
 
@@ -244,7 +259,7 @@ def test_faust_table_app_processes_commits_and_recovers(kafka, tmp_path):
             await produce([("a", "v0"), ("b", "v1"), ("a", "v2"), ("b", "v3"), ("a", "v4")])
             proc = worker()
             try:
-                first = await asyncio.wait_for(read_out(5, consumer), 45)
+                first = await unless_worker_dies(read_out(5, consumer), proc, 45)
                 assert await committed(admin, 5), "Faust did not commit the source offsets"
             finally:
                 assert stop(proc) == 0
@@ -257,7 +272,7 @@ def test_faust_table_app_processes_commits_and_recovers(kafka, tmp_path):
             await produce([("a", "v5"), ("b", "v6")])
             proc = worker()
             try:
-                second = await asyncio.wait_for(read_out(2, consumer), 45)
+                second = await unless_worker_dies(read_out(2, consumer), proc, 45)
                 assert await committed(admin, 7)
             finally:
                 assert stop(proc) == 0
