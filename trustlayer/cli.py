@@ -131,6 +131,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     model = Model.load(args.model)
+    if args.png:
+        from trustlayer.picture import save_png
+        save_png(model, args.png)
     print(f"task {model.task}  version {model.version}  trained on "
           f"{len(model.training_runs)} runs  {len(model.states)} states")
     print("essential chain:")
@@ -145,6 +148,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     for sid in model.negative:
         print(f"  ! {model.name(sid)}  (cause {model.states[sid].negative_cause})")
     return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from trustlayer.report import cmd_report as write_report
+    return write_report(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -180,7 +188,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
     p = sub.add_parser("show", help="print a model's milestones")
     p.add_argument("model")
+    p.add_argument("--png", metavar="FILE", help="also draw the model's graph as a PNG")
     p.set_defaults(func=cmd_show)
+    p = sub.add_parser("report", help="write a self-contained HTML report of a model and runs")
+    p.add_argument("model")
+    p.add_argument("runs", nargs="*", help=".jsonl files or directories of them")
+    p.add_argument("-o", "--output", required=True, help="HTML file to write")
+    p.set_defaults(func=cmd_report)
     for entry in entry_points(group="trustlayer.commands"):
         entry.load()(sub)
     return parser

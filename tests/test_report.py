@@ -1,0 +1,184 @@
+"""`trustlayer report` (self-contained HTML, checked in headless Chromium) and
+`trustlayer show --png`, on real JupyterLab and coding traces."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from trustlayer.cli import main
+from trustlayer.learn import learn
+from trustlayer.phases import phases
+from trustlayer.traces import load_labels, read_run, read_runs
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
+JUPYTER = SHARED / "jupyter-dev"
+PASSES, PRODUCT_BUG, AGENT_ERROR, NEGATIVE_SOURCE = (
+    JUPYTER / "test" / f"jl-save-textfile-test-{n:02d}.jsonl" for n in (5, 1, 2, 16))
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run",
+                  "--enable-logging=stderr", "--v=0", "--log-level=0"]
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory) -> Path:
+    """The JupyterLab model, with negative milestones from one labelled failed run."""
+    if not JUPYTER.is_dir():
+        pytest.fail(f"dev traces missing at {JUPYTER}: the repo expects ../shared beside it")
+    failed = read_run(NEGATIVE_SOURCE)
+    cause = load_labels(JUPYTER / "test")[failed.run_id]["cause"]
+    model = learn(read_runs([JUPYTER / "train"]) + [failed], causes={failed.run_id: cause})
+    assert model.negative, "the failed run should give negative milestones"
+    path = tmp_path_factory.mktemp("model") / "model.json"
+    model.save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def report(model_file, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    assert main(["-q", "report", str(model_file), str(PASSES), str(PRODUCT_BUG),
+                 str(AGENT_ERROR), "-o", str(out)]) == 0
+    return out
+
+
+class Page(HTMLParser):
+    """Every tag with its attributes, and the text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+def classes(page: Page, tag: str) -> list[set[str]]:
+    return [set(a.get("class", "").split()) for t, a in page.tags if t == tag]
+
+
+def test_report_is_self_contained(report):
+    page = parse(report)
+    assert not [a for t, a in page.tags if t == "script"], "the report needs no script"
+    for tag, attrs in page.tags:
+        for name in ("src", "href"):
+            value = attrs.get(name)
+            if value is not None:
+                assert value.startswith(("data:", "#")), f"<{tag} {name}={value[:60]}> leaves the file"
+    images = [a for t, a in page.tags if t in ("img", "image")]
+    assert len(images) > 20 and all(
+        (a.get("src") or a.get("href")).startswith("data:image/") for a in images)
+
+
+def test_report_shows_the_model(report, model_file):
+    from trustlayer.model import Model
+    model = Model.load(model_file)
+    page = parse(report)
+    nodes = [c for c in classes(page, "g") if "node" in c]
+    assert sum("essential" in c for c in nodes) == len(model.essential) - len(model.soft)
+    assert sum("soft" in c for c in nodes) == len(model.soft)
+    assert sum("negative" in c for c in nodes) == len(model.negative)
+    assert sum("optional" in c for c in nodes) == len(model.optional)
+    assert sum("converge" in c for c in classes(page, "g")) >= 1
+    assert sum("band" in c for c in classes(page, "rect")) == len(phases(model))
+    text = " ".join(page.text)
+    for phase in phases(model):
+        assert phase.name in text
+
+
+def test_report_shows_each_run_and_the_divergence(report):
+    page = parse(report)
+    text = " ".join(" ".join(page.text).split())
+    runs = {a["id"]: c for (t, a), c in zip(
+        [(t, a) for t, a in page.tags if t == "article"], classes(page, "article"))}
+    assert runs == {"jl-save-textfile-test-05": {"run", "pass"},
+                    "jl-save-textfile-test-01": {"run", "fail"},
+                    "jl-save-textfile-test-02": {"run", "fail"}}
+    assert text.count("Divergence") == 2 and text.count("the run showed instead") == 2
+    assert "expected: 'untitled.txt - JupyterLab: Saving completed'" in text
+    assert "failed in phase 'Saving completed' after 'hello world'" in text
+    assert "product_bug" in text and "agent_error" in text
+    assert sum("diverged" in c for c in classes(page, "figure")) == 2
+    assert sum("milestone" in c for c in classes(page, "figure")) >= 3
+    assert re.search(r"equivalence\s*: different by tier", text)
+    assert "Decisions to check" in text
+
+
+def chromium() -> str:
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        pytest.fail("headless Chromium is needed to test the HTML report: install the Debian "
+                    "package with `apt-get install -y chromium` (.ci/run does)")
+    return binary
+
+
+def render(page: Path, tmp_path: Path, size: str = "1400,1800") -> tuple[np.ndarray, list[str]]:
+    """Screenshot of `page` in headless Chromium and the console messages it logged."""
+    shot = tmp_path / f"{page.stem}.png"
+    done = subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                           f"--window-size={size}", f"--screenshot={shot}", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert shot.is_file(), done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return np.asarray(Image.open(shot).convert("RGB")), console
+
+
+def test_console_check_catches_a_broken_page(tmp_path):
+    broken = tmp_path / "broken.html"
+    broken.write_text('<!DOCTYPE html><link rel="icon" href="data:,"><p>x</p>'
+                      "<script>missingFunction();</script>")
+    _, console = render(broken, tmp_path, "400,300")
+    assert any("Uncaught ReferenceError" in line for line in console), console
+
+
+def test_report_renders_in_chromium(report, tmp_path):
+    pixels, console = render(report, tmp_path)
+    assert console == [], console
+    assert pixels.std() > 20, "the screenshot is blank"
+    blue = np.all(np.abs(pixels.astype(int) - (9, 105, 218)) < 40, axis=-1)
+    red = np.all(np.abs(pixels.astype(int) - (207, 34, 46)) < 40, axis=-1)
+    assert blue.sum() > 200 and red.sum() > 50, "milestones (blue) and failures (red) not drawn"
+
+
+def test_show_png_draws_the_graph(model_file, tmp_path, capsys):
+    out = tmp_path / "graph.png"
+    assert main(["show", str(model_file), "--png", str(out)]) == 0
+    assert "essential chain" in capsys.readouterr().out
+    image = np.asarray(Image.open(out).convert("RGB")).astype(int)
+    assert image.shape[1] > image.shape[0] > 200  # left to right
+    assert image.std() > 20
+    assert np.all(np.abs(image - (9, 105, 218)) < 30, axis=-1).sum() > 500  # essential
+    assert np.all(np.abs(image - (207, 34, 46)) < 30, axis=-1).sum() > 200  # negative
+
+
+def test_text_only_report(tmp_path):
+    coding = SHARED / "coding-dev"
+    model = learn(read_runs([coding / "train"]))
+    model.save(tmp_path / "model.json")
+    out = tmp_path / "coding.html"
+    run = coding / "test" / "slugify-move-unicode-filter-test-03.jsonl"
+    assert main(["-q", "report", str(tmp_path / "model.json"), str(run), "-o", str(out)]) == 0
+    page = parse(out)
+    text = " ".join(" ".join(page.text).split())
+    assert "the run showed instead" in text and "pytest" in text
+    assert not [a for t, a in page.tags if t in ("img", "image")]  # no screenshots, text only
+    assert main(["show", str(tmp_path / "model.json"), "--png", str(tmp_path / "g.png")]) == 0
