@@ -31,10 +31,18 @@ MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.IGNOREC
 TOKEN = re.compile(r"<[a-z]+>|\w+|[^\w\s]", re.UNICODE)
 
 
+_MAY_BE_VOLATILE = re.compile(r"\d|just now|[0-9a-f]{12}", re.IGNORECASE)
+
+
 def mask(text: str) -> str:
-    """Replace the fixed volatile patterns in `text` and fold white space."""
-    for pattern, replacement in MASKS:
-        text = pattern.sub(replacement, text)
+    """Replace the fixed volatile patterns in `text` and fold white space.
+
+    >>> mask("Saved 5s ago at 12:30 on 2026-11-30, port http://127.0.0.1:8888/lab")
+    'Saved <ago> at <time> on <date>, port http://<host>/lab'
+    """
+    if _MAY_BE_VOLATILE.search(text):  # every pattern needs a digit or "just now"
+        for pattern, replacement in MASKS:
+            text = pattern.sub(replacement, text)
     return " ".join(text.split())
 
 

@@ -78,6 +78,6 @@ def fingerprint(observation: Observation, thumbnail_size: int,
     shot = observation.screenshot
     if shot is not None:
         image_sha = shot.sha256
-        phash, thumbnail = image_signature(shot.gray(), thumbnail_size)
+        phash, thumbnail = image_signature(shot.gray(min_side=HASH_IMAGE_SIZE * 4), thumbnail_size)
     return Fingerprint(frozenset(lines), image_sha, phash, thumbnail, observation.title,
                        observation.label)

@@ -1,13 +1,14 @@
 """Candidate lookup of model states for an observed state, sublinear in the model size.
 
-Screens are found through a BK-tree on the 64-bit perceptual hash (metric: Hamming
-distance; Burkhard and Keller, "Some approaches to best-match file searching", 1973);
-text-bearing states through an inverted index from their exact salient lines. The
+Screens are found through multi-index hashing of the 64-bit perceptual hash (Hamming
+radius ``phash_same``; ``phash_different`` for screens without text, which the SSIM
+band decides); text-bearing states through an inverted index from their rarest exact
+salient line. The
 tiers of :mod:`trustlayer.equivalence` then verify the few candidates.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections import Counter
 
 from trustlayer.fingerprints import Fingerprint
 from trustlayer.model import Model
@@ -15,71 +16,70 @@ from trustlayer.templates import WILDCARD, template_form, word_tokens
 from trustlayer.visual import hamming
 
 
-class BKTree:
-    """A BK-tree of 64-bit hashes, each with a payload.
+class MultiIndexHash:
+    """Multi-index hashing of 64-bit hashes for Hamming-radius queries (Norouzi, Punjani
+    and Fleet, "Fast Search in Hamming Space with Multi-Index Hashing", CVPR 2012).
 
-    >>> tree = BKTree()
-    >>> tree.add(0b1111, "a"); tree.add(0b0000, "b"); tree.add(0b1110, "c")
-    >>> sorted(tree.within(0b1111, 1))
+    The hash is cut into ``radius + 1`` chunks; two hashes within `radius` bits agree
+    exactly on at least one chunk (pigeonhole), so a query reads one bucket per chunk
+    instead of scanning every hash.
+
+    >>> index = MultiIndexHash(radius=1)
+    >>> index.add(0b1111, "a"); index.add(0xFF00, "b"); index.add(0b1110, "c")
+    >>> sorted(index.within(0b1111))
     ['a', 'c']
     """
 
-    def __init__(self) -> None:
-        self.root: list | None = None  # [hash, payloads, {distance: child}]
-        self.size = 0
+    def __init__(self, radius: int):
+        self.radius = radius
+        count = radius + 1
+        bounds = [round(64 * i / count) for i in range(count + 1)]
+        self.chunks = [(low, (1 << (high - low)) - 1) for low, high in zip(bounds, bounds[1:])]
+        self.tables: list[dict[int, list[tuple[int, object]]]] = [{} for _ in self.chunks]
 
     def add(self, value: int, payload: object) -> None:
-        self.size += 1
-        if self.root is None:
-            self.root = [value, [payload], {}]
-            return
-        node = self.root
-        while True:
-            distance = hamming(value, node[0])
-            if distance == 0:
-                node[1].append(payload)
-                return
-            child = node[2].get(distance)
-            if child is None:
-                node[2][distance] = [value, [payload], {}]
-                return
-            node = child
+        for table, (shift, bits) in zip(self.tables, self.chunks):
+            table.setdefault((value >> shift) & bits, []).append((value, payload))
 
-    def within(self, value: int, radius: int) -> Iterator[object]:
+    def within(self, value: int) -> set[object]:
         """Payloads of every hash within `radius` bits of `value`."""
-        stack = [self.root] if self.root is not None else []
-        while stack:
-            node = stack.pop()
-            distance = hamming(value, node[0])
-            if distance <= radius:
-                yield from node[1]
-            for edge, child in node[2].items():
-                if distance - radius <= edge <= distance + radius:
-                    stack.append(child)
+        found = set()
+        for table, (shift, bits) in zip(self.tables, self.chunks):
+            for other, payload in table.get((value >> shift) & bits, ()):
+                if hamming(value, other) <= self.radius:
+                    found.add(payload)
+        return found
 
 
 class StateIndex:
     """Finds the model states worth verifying for an observed state."""
 
     def __init__(self, model: Model):
-        self.radius = model.settings.phash_different
-        self.visual = BKTree()
+        self.near = MultiIndexHash(model.settings.phash_same)
+        self.wide = MultiIndexHash(model.settings.phash_different)
         self.by_line: dict[str, set[str]] = {}
         self.unanchored: set[str] = set()
         self.vocabulary: set[str] = set()
+        anchors: dict[str, list[str]] = {}
         for sid, state in model.states.items():
             for template in state.profile.templates:
                 self.vocabulary.update(word_tokens(template))
             for phash in state.phashes:
-                self.visual.add(phash, sid)
-            if not state.structural:
-                continue
-            anchors = [t for t in state.profile.salient_templates if WILDCARD not in t
-                       and not t.startswith(("T|", "U|"))]
-            if not anchors:
+                self.near.add(phash, sid)
+                if not state.structural:
+                    self.wide.add(phash, sid)
+            if state.structural:
+                anchors[sid] = [t for t in state.profile.salient_templates
+                                if WILDCARD not in t and not t.startswith(("T|", "U|"))]
+        holders = Counter(t for lines in anchors.values() for t in lines)
+        for sid, lines in anchors.items():
+            if not lines:
                 self.unanchored.add(sid)
-            for template in anchors:
-                self.by_line.setdefault(template, set()).add(sid)
+                continue
+            # a state matches only if the observation has every salient line, so its
+            # rarest one is a necessary key
+            rarest = min(lines, key=lambda t: (holders[t], t))
+            self.by_line.setdefault(rarest, set()).add(sid)
 
     def novelty(self, fp: Fingerprint) -> list[str]:
         """Words of the observed state that no training state ever showed."""
@@ -89,7 +89,9 @@ class StateIndex:
         """Model states that could be the observed state (a superset of the matches)."""
         found = set(self.unanchored) if fp.has_structure else set()
         if fp.phash is not None:
-            found.update(self.visual.within(fp.phash, self.radius))
+            found |= self.near.within(fp.phash)
+            if not fp.has_structure:  # screens without text: the SSIM band needs more
+                found |= self.wide.within(fp.phash)
         for line in fp.lines:
             found.update(self.by_line.get(template_form(line), ()))
         return found

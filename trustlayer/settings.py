@@ -50,7 +50,7 @@ class Settings:
 
     max_image_pixels: int = 40_000_000
     phash_same: int = 4
-    phash_different: int = 20
+    phash_different: int = 12
     ssim_same: float = 0.97
     ssim_different: float = 0.80
     thumbnail_size: int = 64

@@ -11,6 +11,7 @@ Nothing here knows about any particular application: the variation is learned.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 from trustlayer.canonical import tokens
@@ -19,6 +20,7 @@ WILDCARD = "*"
 MAX_VARYING_SHARE = 0.34
 
 
+@lru_cache(maxsize=1 << 16)
 def _split(line: str) -> tuple[str, tuple[str, ...]]:
     prefix, _, body = line.partition("|")
     return prefix, tokens(body)

@@ -43,18 +43,25 @@ class TraceError(ValueError):
 class ImageRef:
     """A screenshot held as its encoded bytes; pixels are decoded on first use."""
 
-    __slots__ = ("data", "origin", "sha256", "_gray")
+    __slots__ = ("data", "origin", "sha256", "size", "_gray")
 
     def __init__(self, data: bytes, origin: str):
         self.data, self.origin = data, origin
         self.sha256 = hashlib.sha256(data).hexdigest()
         self._gray: Image.Image | None = None
+        self.size: tuple[int, int] | None = None
 
-    def gray(self) -> Image.Image:
-        """The decoded image in 8-bit grayscale (decoded once)."""
-        if self._gray is None:
+    def gray(self, min_side: int = 0) -> Image.Image:
+        """The decoded image in 8-bit grayscale (decoded once), first reduced by a whole
+        factor that keeps its shorter side at least `min_side` (0: full size)."""
+        if self._gray is None or min_side == 0 and self._gray.size != self.size:
             with Image.open(io.BytesIO(self.data)) as image:
-                self._gray = image.convert("L")
+                self.size = image.size
+                factor = max(1, min(image.size) // min_side) if min_side else 1
+                image.load()
+                if image.mode not in ("L", "LA", "RGB", "RGBA"):  # palette, 16-bit: no reduce
+                    image = image.convert("L")
+                self._gray = (image.reduce(factor) if factor > 1 else image).convert("L")
         return self._gray
 
 

@@ -1,0 +1,95 @@
+"""Core benchmarks, printed as ratios against limits measured in the same run.
+
+    .venv/bin/python benchmarks/core.py [TRACES_ROOT]
+
+1. learn time per dev set;
+2. validation cost per screenshot frame / PNG decode cost per frame (goal <= 1.5);
+3. state lookup cost as the model grows from 10 to 10,000 states (BK-tree + inverted
+   index), against a linear scan of the same states.
+"""
+from __future__ import annotations
+
+import io
+import random
+import sys
+import time
+from pathlib import Path
+
+from PIL import Image
+
+from trustlayer.fingerprints import Fingerprint
+from trustlayer.index import StateIndex
+from trustlayer.learn import learn
+from trustlayer.matcher import judge_run
+from trustlayer.model import Model, ModelState
+from trustlayer.settings import Settings
+from trustlayer.templates import Profile
+from trustlayer.traces import read_runs
+from trustlayer.visual import hamming
+
+ROOT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "shared" / "traces"
+
+
+def bench_learn() -> dict[str, Model]:
+    models = {}
+    for name in ("jupyter-dev", "coding-dev"):
+        runs = read_runs([ROOT / name / "train"])
+        start = time.perf_counter()
+        models[name] = learn(runs)
+        print(f"learn {name}: {len(runs)} runs in {time.perf_counter() - start:.2f} s "
+              f"({len(models[name].states)} states, {len(models[name].essential)} essential)")
+    return models
+
+
+def bench_validation(model: Model) -> None:
+    runs = read_runs([ROOT / "jupyter-dev" / "test"])
+    frames = [e.observation.screenshot.data for r in runs for e in r.states
+              if e.observation.screenshot is not None]
+    start = time.perf_counter()
+    for data in frames:
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+    decode = (time.perf_counter() - start) / len(frames)
+    runs = read_runs([ROOT / "jupyter-dev" / "test"])  # fresh, undecoded images
+    start = time.perf_counter()
+    for run in runs:
+        judge_run(model, run)
+    validate = (time.perf_counter() - start) / len(frames)
+    print(f"validation per frame {validate * 1e3:.2f} ms / PNG decode per frame "
+          f"{decode * 1e3:.2f} ms = {validate / decode:.2f} (goal <= 1.5)")
+
+
+def synthetic_model(size: int, rng: random.Random) -> Model:
+    states = {}
+    for n in range(size):
+        states[f"s{n}"] = ModelState(f"s{n}", f"S{n}", Profile([f"X|screen {n}"], [True]), True,
+                                     phashes=[rng.getrandbits(64)])
+    return Model("bench", 1, states, [], [], [], [], {}, {}, [], Settings())
+
+
+def bench_lookup() -> None:
+    rng = random.Random(7)
+    base = None
+    for size in (10, 100, 1_000, 10_000):
+        model = synthetic_model(size, rng)
+        index = StateIndex(model)
+        queries = [Fingerprint(frozenset({f"X|screen {rng.randrange(size)}"}), phash=rng.getrandbits(64))
+                   for _ in range(200)]
+        start = time.perf_counter()
+        for fp in queries:
+            index.candidates(fp)
+        indexed = (time.perf_counter() - start) / len(queries)
+        start = time.perf_counter()
+        for fp in queries:
+            [sid for sid, st in model.states.items()
+             if min(hamming(fp.phash, h) for h in st.phashes) < model.settings.phash_different]
+        scan = (time.perf_counter() - start) / len(queries)
+        base = base or indexed
+        print(f"lookup {size:>6} states: {indexed * 1e6:8.1f} us ({indexed / base:5.1f}x the 10-state "
+              f"cost; linear scan {scan * 1e6:8.1f} us, {scan / indexed:5.1f}x slower)")
+
+
+if __name__ == "__main__":
+    models = bench_learn()
+    bench_validation(models["jupyter-dev"])
+    bench_lookup()
