@@ -182,3 +182,16 @@ def test_text_only_report(tmp_path):
     assert "the run showed instead" in text and "pytest" in text
     assert not [a for t, a in page.tags if t in ("img", "image")]  # no screenshots, text only
     assert main(["show", str(tmp_path / "model.json"), "--png", str(tmp_path / "g.png")]) == 0
+
+
+def test_a_negative_milestone_is_shown_beside_the_frame(tmp_path):
+    failed = [read_run(JUPYTER / "test" / "jl-save-textfile-test-02.jsonl")]
+    model = learn(read_runs([JUPYTER / "train"]) + failed,
+                  causes={failed[0].run_id: "agent_error"})
+    model.save(tmp_path / "model.json")
+    out = tmp_path / "negative.html"
+    assert main(["-q", "report", str(tmp_path / "model.json"), str(JUPYTER / "test" /
+                 "jl-save-textfile-test-02.jsonl"), "-o", str(out)]) == 0
+    text = " ".join(" ".join(parse(out).text).split())
+    assert re.search(r"negative milestone '[^']+' appeared", text)
+    assert re.search(r"negative milestone '[^']+' \(seen in failed runs\)", text)

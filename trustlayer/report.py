@@ -249,6 +249,7 @@ class Frame:
     phase: int
     milestone: str | None = None
     diverged: bool = False
+    negative: str | None = None
 
 
 @dataclass
@@ -326,7 +327,11 @@ def analyse_run(model: Model, run: Run, index: StateIndex | None = None) -> RunV
     view = RunView(run, status, frames)
     view.divergence = _divergence(model, frames, status, found)
     if view.divergence is not None:
-        frames[view.divergence].diverged = True
+        frame = frames[view.divergence]
+        frame.diverged = True
+        if frame.step is not None:
+            frame.negative = next((sid for sid in model.negative if decide(
+                frame.step.fingerprint, model.states[sid], model.settings).same), None)
         by_name = {model.name(sid): sid for sid in model.states}
         view.missing = by_name.get(status.missing[0]) if status.missing else None
         view.location = where(model, view.missing) if view.missing else ""
@@ -411,7 +416,7 @@ figure { margin: 0; } .frame { width: 188px; background: #fff; border: 2px solid
   border-color: #bf8700; } .frame.diverged { border: 3px solid var(--red); }
 .frame .badge { display: inline-block; font-weight: 700; color: #fff; background: var(--blue);
   border-radius: 8px; padding: 0 6px; margin-right: 4px; }
-.frame.diverged .badge.div { background: var(--red); }
+.frame.diverged .badge.div, .frame .badge.neg { background: var(--red); }
 pre.text { font: 10px/1.3 ui-monospace, monospace; background: var(--soft); margin: 0; padding: 4px;
   white-space: pre-wrap; word-break: break-word; max-height: 150px; overflow: hidden; }
 .compare { display: flex; gap: 18px; align-items: flex-start; flex-wrap: wrap; margin: 8px 0; }
@@ -475,6 +480,9 @@ def _frame_html(model: Model, frame: Frame) -> str:
         caption.append(f'<span class="badge">milestone</span>{_e(model.name(frame.milestone))}')
     elif frame.ids:
         caption.append(_e(" / ".join(model.name(s) for s in frame.ids[:2])))
+    elif frame.negative:
+        caption.append(f'<span class="badge neg">negative milestone</span>'
+                       f"{_e(model.name(frame.negative))}")
     else:
         novel = f": never-seen words {', '.join(frame.novel[:5])}" if frame.novel else ""
         caption.append(f"matched no model state{_e(novel)}")
@@ -509,6 +517,10 @@ def _divergence_html(model: Model, view: RunView) -> str:
         parts.append(_state_figure(model, view.missing, shape,
                                    f"expected: '{_e(model.name(view.missing))}' "
                                    "(exemplar from successful runs)"))
+    if frame.negative:
+        parts.append(_state_figure(model, frame.negative, shape,
+                                   f"negative milestone '{_e(model.name(frame.negative))}' "
+                                   "(seen in failed runs)"))
     parts.append(f"<figure><figcaption>the run showed instead (#{frame.seq})</figcaption>"
                  f"{_frame_body(frame, 340)}</figure>")
     if view.missing and frame.step is not None:
