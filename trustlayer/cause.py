@@ -8,14 +8,16 @@ The rule, walking the run from the last milestone it reached:
 * *product_bug* at the first step where the agent did what successful runs do (or
   nothing: the screen changed on its own) and the product showed what successful runs
   never show (words no training state contains: an error message, a refusal);
-* else, at the end: *product_bug* when the run stalled in a state that successful runs
-  only ever left through the product's own change (a save that never completes), and
+* else, at the end: *agent_error* when the run ended the way successful runs end but
+  skipped a step they all take; *product_bug* when it stalled in a state that successful
+  runs only ever left through the product's own change (a save that never completes);
   *agent_error* when the agent stopped where successful runs went on with an action.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
+from trustlayer.dominators import SUCCESS
 from trustlayer.model import Model
 from trustlayer.steps import NO_ACTION
 
@@ -81,6 +83,9 @@ def explain_failure(model: Model, history: Sequence[dict[str, Any]], position: i
         return f"{reason}: the run showed nothing successful runs show", AGENT_ERROR
     state = model.name(known["ids"][0])
     onward = set().union(*(model.out_actions(s) for s in known["ids"])) - {NO_ACTION}
+    if SUCCESS in set().union(*(model.successors(s) for s in known["ids"])):
+        return (f"{reason}: the run ended in '{state}' as successful runs end, without the "
+                "step they all take before it", AGENT_ERROR)
     if not onward:
         return (f"{reason}: the run stalled in '{state}', which successful runs leave without "
                 "any action (the product did not move on)", PRODUCT_BUG)

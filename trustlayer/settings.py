@@ -54,7 +54,7 @@ class Settings:
     ssim_same: float = 0.97
     ssim_different: float = 0.80
     thumbnail_size: int = 64
-    unexplained_line_tolerance: float = 0.0
+    unexplained_line_tolerance: float = 0.02
     deadline_factor: float = 3.0
     drop_after_bypasses: int = 2
     llm: LLMSettings = field(default_factory=LLMSettings)
