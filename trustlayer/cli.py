@@ -141,6 +141,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         reach = model.timing["time_to_reach"].get(sid, {})
         soft = "  (interruption: may be skipped)" if sid in model.soft else ""
         print(f"  {number}. {model.name(sid)}  [reached by {reach.get('max', 0):.1f} s]{soft}")
+    if model.convergence:
+        print("convergence points: " + ", ".join(model.name(s) for s in model.convergence))
     print("optional states:")
     for sid in model.optional:
         print(f"  - {model.name(sid)}")

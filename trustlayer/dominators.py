@@ -58,6 +58,16 @@ def unroll_visits(path: Sequence[str]) -> list[str]:
     return unrolled
 
 
+def convergence_points(graph: nx.DiGraph) -> list[str]:
+    """States where different routes meet again: two or more predecessors (first visits).
+
+    >>> convergence_points(merged_graph([["home", "menu", "editor"], ["home", "palette", "editor"]]))
+    ['editor']
+    """
+    return sorted(str(node) for node in graph if node not in (START, SUCCESS)
+                  and VISIT_MARK not in str(node) and graph.in_degree(node) > 1)
+
+
 def immediate_dominators(graph: nx.DiGraph, start: Hashable = START) -> dict[Hashable, Hashable]:
     """Immediate dominators of every node reachable from `start`, without `start`.
 

@@ -16,8 +16,9 @@ import numpy as np
 
 from trustlayer.align import content, group_states
 from trustlayer.dominators import SUCCESS, START, VISIT_MARK, essential_chain, \
-    immediate_dominators, merged_graph, unroll_visits
+    convergence_points, immediate_dominators, merged_graph, unroll_visits
 from trustlayer.equivalence import decide
+from trustlayer.index import StateIndex
 from trustlayer.model import Model, ModelState
 from trustlayer.naming import name_states
 from trustlayer.settings import Settings
@@ -142,18 +143,19 @@ def _nearest_essential(idom: dict, essential: list[str]) -> dict[str, str]:
 def _negatives(model: Model, failed: Sequence[Run], causes: dict[str, str | None],
                settings: Settings) -> list[ModelState]:
     """States of failed runs, after the last milestone they reached, that match no state of
-    the successful runs: seen only when things go wrong (an error dialog)."""
+    the successful runs and show words no successful run ever showed: seen only when
+    things go wrong (an error dialog), not merely somewhere the successful runs never went."""
+    index = StateIndex(model)
     unmatched: list[tuple[str, Step]] = []
-    essential = model.essential
     for run in failed:
         steps = run_steps(run, settings)
-        matched = [[sid for sid, st in model.states.items() if decide(step.fingerprint, st,
-                                                                       settings).same]
+        matched = [[sid for sid in index.candidates(step.fingerprint)
+                    if decide(step.fingerprint, model.states[sid], settings).same]
                    for step in steps]
-        reached = max((i for i, ids in enumerate(matched) if set(ids) & set(essential)),
+        reached = max((i for i, ids in enumerate(matched) if set(ids) & set(model.essential)),
                       default=-1)
         unmatched += [(run.run_id, step) for i, step in enumerate(steps)
-                      if i > reached and not matched[i]]
+                      if i > reached and not matched[i] and index.novelty(step.fingerprint)]
     negatives: list[ModelState] = []
     for run_id, step in unmatched:
         if any(decide(step.fingerprint, n, settings).same for n in negatives):
@@ -230,9 +232,12 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                   essential=essential, soft=_interruptions(essential, paths), negative=[],
                   idom=_nearest_essential(idom, essential), timing=_timing(essential, paths),
                   segment_actions=_segment_actions(essential, paths),
+                  convergence=convergence_points(graph),
                   training_runs=run_ids, settings=settings)
-    for negative in _negatives(model, failed, causes or {}, settings):
-        negative.name = f"{negative.name or negative.id} (seen in failed runs)"
+    negatives = _negatives(model, failed, causes or {}, settings)
+    name_states(negatives, {}, {})
+    for negative in negatives:
+        negative.name = f"{negative.name} (seen in failed runs)"
         model.states[negative.id] = negative
         model.negative.append(negative.id)
     return model

@@ -103,6 +103,7 @@ class Model:
     training_runs: list[str]
     settings: Settings
     segment_actions: list[list[str]] = field(default_factory=list)
+    convergence: list[str] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -127,7 +128,7 @@ class Model:
                 "essential": self.essential, "soft": self.soft, "negative": self.negative,
                 "idom": self.idom, "timing": self.timing, "training_runs": self.training_runs,
                 "settings": self.settings.to_json(), "segment_actions": self.segment_actions,
-                "history": self.history}
+                "convergence": self.convergence, "history": self.history}
 
     @classmethod
     def from_json(cls, data: dict) -> "Model":
@@ -142,7 +143,7 @@ class Model:
             return cls(data["task"], data["version"], {s.id: s for s in states}, data["edges"],
                        data["essential"], data["soft"], data["negative"], data["idom"],
                        data["timing"], data["training_runs"], Settings.from_json(data["settings"]),
-                       data["segment_actions"], data.get("history", []))
+                       data["segment_actions"], data["convergence"], data.get("history", []))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None
 
