@@ -92,6 +92,7 @@ def write(records: Sequence[dict[str, Any]], task: str, fmt: str, output: str | 
     """Write the verdicts to `output` (a file) or to standard output."""
     text = render(records, task, fmt, text_line)
     if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
         Path(output).write_text(text, encoding="utf-8")
         print(f"{len(records)} verdicts ({fmt}) -> {output}", file=sys.stderr)
     else:

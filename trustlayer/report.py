@@ -628,6 +628,8 @@ successful runs · {len(model.states)} states, {len(model.essential)} essential,
 
 
 def write_report(model: Model, runs: Sequence[Run], path: str | Path) -> None:
+    """Write the report page to `path` (its folder made if missing)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(render_report(model, runs), encoding="utf-8")
 
 
