@@ -1,6 +1,7 @@
 """The five baselines as pure functions, and `trustlayer eval --baselines` on real traces."""
 from __future__ import annotations
 
+import base64
 import io
 import json
 import shutil
@@ -49,7 +50,6 @@ def png(colour, size=(32, 24), dot=None) -> dict:
         image.putpixel((3, 3), dot)
     out = io.BytesIO()
     image.save(out, "PNG")
-    import base64
     return {"screenshot": "data:image/png;base64," + base64.b64encode(out.getvalue()).decode()}
 
 

@@ -8,6 +8,8 @@ positive class; the cause score counts ``agent_error`` among the failures caught
 """
 from __future__ import annotations
 
+import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,9 +211,6 @@ def render_markdown(results: Sequence[TaskResult]) -> str:
 
 def cmd_eval(args: Any) -> int:
     """``trustlayer eval`` with ``--baselines``, ``--markdown`` or a folder of tasks."""
-    import json
-    import sys
-
     from trustlayer.cli import EXIT_OK, UsageError
     if args.directory is None:
         folders = task_dirs(args.model)
@@ -220,7 +219,8 @@ def cmd_eval(args: Any) -> int:
                              "or give MODEL.json DIR")
         results = []
         for folder in folders:
-            print(f"evaluating {folder} ...", file=sys.stderr)
+            if not args.quiet:
+                print(f"evaluating {folder} ...", file=sys.stderr)
             results.append(evaluate_task(folder, args.baselines))
     else:
         model = Model.load(args.model)
@@ -242,6 +242,7 @@ def cmd_eval(args: Any) -> int:
     else:
         print(render_text(results))
     if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(render_markdown(results), encoding="utf-8")
         print(f"markdown table -> {args.markdown}", file=sys.stderr)
     return EXIT_OK

@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -29,6 +28,7 @@ from trustlayer.dominators import START, SUCCESS
 from trustlayer.equivalence import Decision, decide
 from trustlayer.index import StateIndex
 from trustlayer.layout import BACK_ARC_DROP, GAP_X, MARGIN, NODE_H, NODE_W, Layout, layout
+from trustlayer.llm import LLMJudge
 from trustlayer.matcher import FAILED, Matcher, Status
 from trustlayer.model import Model, ModelState
 from trustlayer.phases import Phase, frame_phases, phases, where
@@ -306,9 +306,11 @@ def _doubt(decision: Decision, settings: Any) -> str | None:
     return None
 
 
-def analyse_run(model: Model, run: Run, index: StateIndex | None = None) -> RunView:
-    """Judge `run` with the matcher and gather what the report shows of it."""
-    matcher = Matcher(model)
+def analyse_run(model: Model, run: Run, index: StateIndex | None = None,
+                llm: LLMJudge | None = None) -> RunView:
+    """Judge `run` with the matcher (as ``validate`` does, with the LLM tier when the model
+    enables it) and gather what the report shows of it."""
+    matcher = Matcher(model, llm)
     for event in run.events:
         matcher.feed(event)
     if run.end is None:
@@ -584,7 +586,8 @@ def render_report(model: Model, runs: Sequence[Run] = ()) -> str:
     """The whole report page for `model` and the `runs` judged against it."""
     found = phases(model)
     index = StateIndex(model)
-    views = [analyse_run(model, run, index) for run in runs]
+    llm = LLMJudge(model.settings.llm) if model.settings.llm.enabled else None
+    views = [analyse_run(model, run, index, llm) for run in runs]
     failed = sum(1 for v in views if v.status.verdict != "pass")
     summary = ""
     if views:
