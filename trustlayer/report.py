@@ -114,13 +114,15 @@ def _wrap(name: str, width: int = 21, lines: int = 2) -> list[str]:
 
 
 def convergence_points(model: Model) -> dict[str, int]:
-    """States where routes of successful runs meet: ``state id -> number of distinct
-    predecessors`` for states entered from two or more states."""
+    """States where routes of successful runs meet again (the model's own list where it
+    records one, else states entered from two or more states): ``state id -> number of
+    states it is entered from``."""
     sources: dict[str, set[str]] = {}
     for edge in model.edges:
         sources.setdefault(edge["target"], set()).add(edge["source"])
-    return {sid: len(found) for sid, found in sources.items()
-            if len(found) >= 2 and sid in model.states}
+    learned = getattr(model, "convergence", None)
+    ids = learned if learned else [sid for sid, found in sources.items() if len(found) >= 2]
+    return {sid: len(sources.get(sid, ())) for sid in ids if sid in model.states}
 
 
 def state_kind(model: Model, state_id: str) -> str:
