@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 from trustlayer.dominators import SUCCESS
 from trustlayer.model import Model
+from trustlayer.phases import where
 from trustlayer.steps import NO_ACTION
 
 PRODUCT_BUG, AGENT_ERROR = "product_bug", "agent_error"
@@ -61,6 +62,8 @@ def explain_failure(model: Model, history: Sequence[dict[str, Any]], position: i
     last = matched[-1] if matched else None
     reason = f"'{model.name(missing)}' never reached " + (f"after '{model.name(last)}'" if last
                                                             else "from the start")
+    phase = where(model, missing)
+    reason = f"{reason} ({phase})" if phase else reason
     start = max((i for i, e in enumerate(history) if last in e["ids"]), default=-1)
     known = history[start] if start >= 0 else None
     for k in range(start + 1, len(history)):

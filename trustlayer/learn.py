@@ -217,7 +217,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     paths = {rid: [(state_of[(r, i)], st) for i, st in enumerate(steps[rid])]
              for r, rid in enumerate(run_ids)}
     graph = merged_graph([unroll_visits([sid for sid, _ in path]) for path in paths.values()])
-    essential = [node.split(VISIT_MARK)[0] for node in essential_chain(graph)]
+    # a state every run visits twice is one milestone, met at its first visit
+    essential = list(dict.fromkeys(node.split(VISIT_MARK)[0] for node in essential_chain(graph)))
     idom = immediate_dominators(graph)
     labels = defaultdict(list)
     titles = defaultdict(list)

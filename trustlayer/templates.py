@@ -17,7 +17,9 @@ from typing import Iterable, Sequence
 from trustlayer.canonical import tokens
 
 WILDCARD = "*"
+REST = "**"  # stands for the whole value after a "key:" that successful runs varied
 MAX_VARYING_SHARE = 0.34
+MAX_KEY_TOKENS = 4
 
 
 @lru_cache(maxsize=1 << 16)
@@ -38,6 +40,15 @@ def template_form(line: str) -> str:
 def word_tokens(line: str) -> set[str]:
     """The words (letters, at least three) of a canonical line or template."""
     return {t for t in tokens(line.partition("|")[2]) if len(t) >= 3 and t.isalpha()}
+
+
+def _key(body: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The leading ``key:`` or ``key =`` of a line (at most MAX_KEY_TOKENS tokens, with a
+    value after it), or None."""
+    for i, token in enumerate(body[:MAX_KEY_TOKENS]):
+        if token in (":", "=") and i > 0:
+            return body[: i + 1] if i + 1 < len(body) else None
+    return None
 
 
 def _can_merge(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
@@ -68,9 +79,12 @@ class Profile:
     def __post_init__(self) -> None:
         self._exact: dict[str, int] = {}
         self._wild: dict[tuple[str, int], list[tuple[int, tuple[str, ...]]]] = {}
+        self._rest: dict[tuple[str, tuple[str, ...]], int] = {}
         for index, rendered in enumerate(self.templates):
             prefix, body = _split(rendered)
-            if WILDCARD in body:
+            if body and body[-1] == REST:
+                self._rest[(prefix, body[:-1])] = index
+            elif WILDCARD in body:
                 self._wild.setdefault((prefix, len(body)), []).append((index, body))
             else:
                 self._exact[_render(prefix, body)] = index
@@ -84,7 +98,8 @@ class Profile:
         for index, template in self._wild.get((prefix, len(body)), ()):
             if all(t == WILDCARD or t == b for t, b in zip(template, body)):
                 return index
-        return None
+        key = _key(body)
+        return self._rest.get((prefix, key)) if key else None
 
     def compare(self, lines: Iterable[str]) -> tuple[list[str], list[str]]:
         """Salient templates that `lines` lack, and lines that no template explains."""
@@ -109,6 +124,33 @@ class Profile:
     @classmethod
     def from_json(cls, data: dict) -> "Profile":
         return cls(list(data["templates"]), list(data["salient"]))
+
+
+def _merge_by_key(lines: list[str], split: dict, group_of: dict[str, int],
+                  bodies: dict[int, tuple[str, ...]], owners: dict[int, set[int]]) -> None:
+    """Second pass: lines still apart that start with the same ``key:`` and never stand
+    together in one member hold varied values of one field (a hotel's name, a price):
+    their template keeps the key and takes any value."""
+    by_key: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+    for line in lines:
+        group = group_of[line]
+        key = _key(bodies[group]) if group in bodies and REST not in bodies[group] else None
+        if key and group not in by_key.get((split[line][0], key), []):
+            by_key.setdefault((split[line][0], key), []).append(group)
+    for (_, key), groups in sorted(by_key.items()):
+        first = groups[0]
+        merged = False
+        for other in groups[1:]:
+            if other in bodies and first in bodies and not owners[first] & owners[other] \
+                    and bodies[first] != bodies[other]:
+                owners[first] |= owners.pop(other)
+                del bodies[other]
+                for line, group in group_of.items():
+                    if group == other:
+                        group_of[line] = first
+                merged = True
+        if merged:
+            bodies[first] = key + (REST,)
 
 
 def learn_profile(members: Sequence[frozenset[str]]) -> Profile:
@@ -157,6 +199,7 @@ def learn_profile(members: Sequence[frozenset[str]]) -> Profile:
         for line, group in group_of.items():
             if group == b:
                 group_of[line] = a
+    _merge_by_key(lines, split, group_of, bodies, owners)
     prefixes = {group_of[line]: split[line][0] for line in lines}
     groups = sorted(bodies)
     templates = [_render(prefixes[g], bodies[g]) for g in groups]
