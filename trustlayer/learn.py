@@ -22,7 +22,7 @@ from trustlayer.index import StateIndex
 from trustlayer.model import Model, ModelState
 from trustlayer.naming import name_states
 from trustlayer.settings import Settings
-from trustlayer.steps import NO_ACTION, Step, action_signatures, run_steps
+from trustlayer.steps import Step, action_signatures, run_steps
 from trustlayer.templates import learn_profile
 from trustlayer.traces import Run
 from trustlayer.visual import learn_volatile_mask
@@ -99,6 +99,8 @@ def _timing(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> d
 
 
 def _edges(paths: dict[str, list[tuple[str, Step]]]) -> list[dict]:
+    """Edges of the merged graph with the action signatures that took runs along them
+    and how many runs did."""
     actions: dict[tuple[str, str], Counter] = defaultdict(Counter)
     runs: dict[tuple[str, str], set[str]] = defaultdict(set)
     for run_id, path in paths.items():
@@ -109,7 +111,6 @@ def _edges(paths: dict[str, list[tuple[str, Step]]]) -> list[dict]:
                 runs[(previous, sid)].add(run_id)
             previous = sid
         runs[(previous, SUCCESS)].add(run_id)
-        actions[(previous, SUCCESS)][NO_ACTION] += 0
     return [{"source": s, "target": t, "actions": dict(sorted(actions[(s, t)].items())),
              "runs": len(runs[(s, t)])} for s, t in sorted(runs)]
 
