@@ -198,7 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="HTML file to write")
     p.set_defaults(func=cmd_report)
     for entry in entry_points(group="trustlayer.commands"):
-        entry.load()(sub)
+        try:
+            register = entry.load()
+        except ImportError as exc:  # e.g. installed without the [stream] extra
+            logging.getLogger(__name__).debug("commands of %s unavailable: %s", entry.name, exc)
+            continue
+        register(sub)
     return parser
 
 
