@@ -1,0 +1,421 @@
+"""The Faust app of the streaming worker: topics, tables, agents and the timer, wired to the
+plain logic of :mod:`stream.worker`, :mod:`stream.registry` and :mod:`stream.refine`.
+
+- agent ``judge`` over ``trustlayer.events`` (key run_id): ``stream.take_events()`` batches
+  go through :class:`~stream.worker.StreamProcessor`; per-run state in the table ``runs``
+  (changelog ``<app_id>-runs-changelog``), written explicitly to the run's partition;
+  verdicts to ``trustlayer.verdicts``, bad records to ``trustlayer.events.dlq``. A batch is
+  acknowledged only after everything it sent was delivered.
+- timer ``tick``: deadlines and reorder timeouts of silent runs; its verdicts are stored in
+  the run's outbox and delivered before they are sent, then confirmed.
+- task ``follow_models``: every ``trustlayer.models`` record (all partitions, from the start,
+  no consumer group: every worker needs every model), plus the model files of ``--models``.
+- agent ``refine`` over ``<app_id>-finished-runs`` (key task, so one worker refines a task):
+  reads a finished run's events back from ``trustlayer.events`` by offset, merges it
+  (:class:`~stream.refine.Refiner`, in a thread) and publishes the new version; merged and
+  held runs live in the table ``training``.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import faust
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+
+from trustlayer.model import ModelError
+from trustlayer.traces import Run, TraceError, load_labels, parse_event, read_runs
+
+from stream.refine import Refiner
+from stream.registry import ModelRegistry, decode_model, encode_model
+from stream.topics import MAX_MESSAGE_BYTES, TopicNames
+from stream.worker import Metrics, Output, Source, StreamProcessor, WorkerSettings
+
+log = logging.getLogger("trustlayer.worker")
+
+#: Largest request the producer sends (a record with inline screenshots, plus overhead).
+PRODUCER_MAX_REQUEST = MAX_MESSAGE_BYTES + 1024 * 1024
+
+
+@dataclass
+class WorkerConfig:
+    """Everything ``trustlayer worker`` is told (see ``trustlayer worker --help``)."""
+
+    bootstrap: str = "127.0.0.1:9092"
+    app_id: str = "trustlayer-worker"
+    topics: TopicNames = field(default_factory=TopicNames)
+    partitions: int = 4
+    models_dir: Path | None = None
+    train_dirs: list[Path] = field(default_factory=list)
+    settings: WorkerSettings = field(default_factory=WorkerSettings)
+    drop_after: int | None = None
+    metrics_port: int = 9108
+    session_timeout: float = 10.0
+    heartbeat_interval: float = 1.0
+    commit_interval: float = 1.0
+    tick_interval: float = 1.0
+    batch_max: int = 500
+    batch_within: float = 0.005
+    standby_replicas: int = 1
+    announce: bool = True
+
+    @property
+    def finished_topic(self) -> str:
+        return f"{self.app_id}-finished-runs"
+
+
+class TableStore:
+    """The :class:`~stream.worker.Store` over a Faust table: local data plus an explicit
+    changelog record to the run's own partition (in a ``take()`` batch Faust's current
+    event is not the run's)."""
+
+    def __init__(self, table: Any):
+        self.table = table
+        self.pending: list[asyncio.Future] = []
+
+    def get(self, key: str) -> bytes | None:
+        return self.table.data.get(key)
+
+    def put(self, key: str, partition: int, value: bytes | None) -> None:
+        if value is None:
+            self.table.data.pop(key, None)
+        else:
+            self.table.data[key] = value
+        self.pending.append(self.table.send_changelog(partition, key, value))
+
+    def items(self) -> list[tuple[str, bytes]]:
+        return [(k, v) for k, v in list(self.table.data.items()) if v is not None]
+
+    def drain(self) -> list[asyncio.Future]:
+        pending, self.pending = self.pending, []
+        return pending
+
+
+class EventFetcher:
+    """Reads records of a topic partition back by offset (a finished run's events)."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        self.bootstrap, self.topic = bootstrap, topic
+        self.consumer: AIOKafkaConsumer | None = None
+
+    async def fetch(self, partition: int, offsets: list[int], timeout: float = 30.0) -> dict[int, bytes]:
+        if self.consumer is None:
+            self.consumer = AIOKafkaConsumer(
+                bootstrap_servers=self.bootstrap, enable_auto_commit=False, group_id=None,
+                max_partition_fetch_bytes=PRODUCER_MAX_REQUEST, fetch_max_bytes=PRODUCER_MAX_REQUEST)
+            await self.consumer.start()
+        tp = TopicPartition(self.topic, partition)
+        self.consumer.assign([tp])
+        self.consumer.seek(tp, min(offsets))
+        wanted, found = set(offsets), {}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while wanted - set(found) and loop.time() < deadline:
+            batches = await self.consumer.getmany(tp, timeout_ms=500)
+            for message in batches.get(tp, []):
+                if message.offset in wanted:
+                    found[message.offset] = message.value
+            if batches.get(tp) and batches[tp][-1].offset >= max(offsets):
+                break
+        return found
+
+    async def stop(self) -> None:
+        if self.consumer is not None:
+            await self.consumer.stop()
+            self.consumer = None
+
+
+async def topic_partitions(bootstrap: str, topic: str) -> int | None:
+    """How many partitions `topic` has (None if it does not exist)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        [desc] = await admin.describe_topics([topic])
+        return len(desc["partitions"]) if desc.get("error_code") == 0 else None
+    finally:
+        await admin.close()
+
+
+def seed_runs(registry: ModelRegistry, directories: list[Path]) -> int:
+    """Give the registry the training runs of `directories` (with ``labels.json`` causes)."""
+    count = 0
+    for directory in directories:
+        runs = read_runs([directory])
+        causes = {}
+        if (Path(directory) / "labels.json").is_file():
+            causes = {rid: lab.get("cause") for rid, lab in load_labels(directory).items()}
+        registry.add_runs(runs, causes)
+        count += len(runs)
+    return count
+
+
+class Runtime:
+    """The worker's state shared by the agents (one per process)."""
+
+    def __init__(self, cfg: WorkerConfig, table: Any, training: Any):
+        self.cfg = cfg
+        self.registry = ModelRegistry()
+        self.metrics = Metrics()
+        self.registry.listeners.append(self.metrics.model_known)
+        self.store = TableStore(table)
+        self.training = TableStore(training)
+        self.processor = StreamProcessor(self.registry, self.store, cfg.settings, self.metrics)
+        self.refiner = Refiner(self.registry, cfg.drop_after, cfg.settings.refine_on_verdict)
+        self.fetcher = EventFetcher(cfg.bootstrap, cfg.topics.events)
+        self.ready = asyncio.Event()
+        self.processed: dict[int, int] = {}
+        self.recoveries = 0
+
+
+def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
+    """The Faust app for `cfg` and the runtime state its agents share."""
+    app = faust.App(
+        cfg.app_id,
+        broker=f"kafka://{cfg.bootstrap}",
+        store="memory://",
+        autodiscover=False,
+        web_enabled=False,
+        processing_guarantee="at_least_once",
+        topic_partitions=cfg.partitions,
+        topic_replication_factor=1,
+        topic_allow_declare=True,
+        table_standby_replicas=cfg.standby_replicas,
+        broker_session_timeout=cfg.session_timeout,
+        broker_heartbeat_interval=cfg.heartbeat_interval,
+        broker_commit_interval=cfg.commit_interval,
+        broker_request_timeout=max(30.0, 3 * cfg.session_timeout),
+        producer_max_request_size=PRODUCER_MAX_REQUEST,
+        producer_linger=0.0,
+        consumer_max_fetch_size=PRODUCER_MAX_REQUEST,
+        consumer_auto_offset_reset="earliest",
+        stream_recovery_delay=0.05,
+        stream_wait_empty=False,
+    )
+    names = cfg.topics
+    raw = dict(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+    events = app.topic(names.events, partitions=cfg.partitions, **raw)
+    verdicts = app.topic(names.verdicts, partitions=cfg.partitions, **raw)
+    dlq = app.topic(names.dlq, partitions=cfg.partitions, **raw)
+    models = app.topic(names.models, **raw)
+    finished = app.topic(cfg.finished_topic, partitions=cfg.partitions, internal=True, **raw)
+    big = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
+    schema = faust.Schema(key_type=str, value_type=bytes, key_serializer="raw",
+                          value_serializer="raw")
+    table = app.Table("runs", partitions=cfg.partitions, schema=schema, extra_topic_configs=big)
+    training = app.Table("training", partitions=cfg.partitions, schema=schema,
+                         extra_topic_configs=big)
+    rt = Runtime(cfg, table, training)
+
+    def send(out: Output) -> list[asyncio.Future]:
+        futures = []
+        for run_id, record in out.verdicts:
+            futures.append(verdicts.send_soon(key=run_id.encode(), value=json.dumps(record).encode()))
+        for key, record in out.dlq:
+            futures.append(dlq.send_soon(key=key, value=json.dumps(record).encode()))
+        for task, payload in out.finished:
+            futures.append(finished.send_soon(key=task.encode(), value=json.dumps(payload).encode()))
+        return futures
+
+    def active_partitions(topic: str) -> set[int]:
+        return {tp.partition for tp in app.assignor.assigned_actives() if tp.topic == topic}
+
+    # -- rebalancing ------------------------------------------------------------------------
+    @app.on_partitions_revoked.connect
+    async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        rt.processor.revoke()
+        await asyncio.gather(*rt.store.drain())
+
+    @table.on_recover
+    async def on_runs_recovered() -> None:
+        partitions = active_partitions(names.events)
+        rt.processed = {p: o for p, o in rt.processed.items() if p in partitions}
+        out = rt.processor.assign(partitions, rt.store.items())
+        await asyncio.gather(*send(out))
+        rt.recoveries += 1
+        if cfg.announce:
+            print(f"trustlayer worker ready: {cfg.app_id} partitions {sorted(partitions)} "
+                  f"open runs {sum(rt.processor.open_runs().values())}", flush=True)
+
+    @training.on_recover
+    async def on_training_recovered() -> None:
+        partitions = active_partitions(cfg.finished_topic)
+        for key, value in rt.training.items():
+            entry = json.loads(value)
+            if entry["partition"] not in partitions:
+                continue
+            run = _run_of(entry["events"], rt.cfg.settings.images_dir)
+            if run is None:
+                continue
+            place = rt.registry.runs if entry["state"] == "merged" else rt.registry.pending
+            place.setdefault(run.task, {})[run.run_id] = run
+
+    # -- models -------------------------------------------------------------------------------
+    @app.task
+    async def follow_models() -> None:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=cfg.bootstrap, enable_auto_commit=False, group_id=None,
+            max_partition_fetch_bytes=PRODUCER_MAX_REQUEST, fetch_max_bytes=PRODUCER_MAX_REQUEST)
+        await consumer.start()
+        try:
+            count = await topic_partitions(cfg.bootstrap, names.models)
+            if not count:
+                raise RuntimeError(f"topic {names.models} does not exist")
+            tps = [TopicPartition(names.models, p) for p in range(count)]
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            end = await consumer.end_offsets(tps)
+            while True:
+                batches = await consumer.getmany(timeout_ms=200)
+                for records in batches.values():
+                    for record in records:
+                        try:
+                            rt.registry.add(decode_model(record.value))
+                        except ModelError as exc:
+                            log.warning("models topic offset %d: %s", record.offset, exc)
+                if not rt.ready.is_set() and all(
+                        [await consumer.position(tp) >= end[tp] for tp in tps]):
+                    await adopt_model_files()
+                    rt.ready.set()
+        finally:
+            await consumer.stop()
+
+    async def adopt_model_files() -> None:
+        if cfg.models_dir is not None:
+            for model in rt.registry.load_dir(cfg.models_dir):
+                adopted = rt.registry.adopt(model)
+                if adopted is not None:
+                    await publish_model(adopted)
+        if cfg.train_dirs:
+            count = seed_runs(rt.registry, cfg.train_dirs)
+            log.info("%d training runs for refinement", count)
+        if not rt.registry.tasks():
+            log.warning("no model yet: events of every task go to the DLQ until one is "
+                        "published to %s", names.models)
+
+    async def publish_model(model: Any) -> None:
+        await models.send(key=model.task.encode(), value=encode_model(model), force=True)
+        rt.registry.add(model)
+        log.info("published %s version %d", model.task, model.version)
+
+    # -- the events -----------------------------------------------------------------------------
+    @app.agent(events)
+    async def judge(stream: Any) -> None:
+        await rt.ready.wait()
+        async for batch in stream.take_events(cfg.batch_max, within=cfg.batch_within):
+            records = []
+            for event in batch:
+                message = event.message
+                if rt.processor.active is not None and message.partition not in rt.processor.active:
+                    continue  # revoked meanwhile: its new owner processes it again
+                records.append((message.key, message.value,
+                                Source(message.partition, message.offset,
+                                       message.timestamp or 0.0, message.topic)))
+            out = rt.processor.process_batch(records)
+            for _, _, source in records:
+                rt.processed[source.partition] = source.offset
+            await asyncio.gather(*rt.store.drain(), *send(out))
+
+    def caught_up(partition: int) -> bool:
+        done = rt.processed.get(partition)
+        try:
+            highwater = app.consumer.highwater(TopicPartition(names.events, partition))
+        except Exception:  # noqa: BLE001 - no fetch yet, no assignment
+            return False
+        if highwater is None:
+            return False
+        if done is None:
+            committed = getattr(app.consumer, "_committed_offset", {}).get(
+                TopicPartition(names.events, partition))
+            done = None if committed is None else committed - 1
+        return done is not None and done + 1 >= highwater
+
+    @app.timer(cfg.tick_interval)
+    async def tick() -> None:
+        if not rt.ready.is_set() or rt.processor.active is None:
+            return
+        out = rt.processor.tick(caught_up=caught_up)
+        rt.processor.flush()
+        await asyncio.gather(*rt.store.drain())  # outboxes stored before their verdicts go
+        if out.verdicts:
+            await asyncio.gather(*send(out))
+            for run_id, record in out.verdicts:
+                rt.processor.confirm(run_id, [record])
+            rt.processor.flush()
+            await asyncio.gather(*rt.store.drain())
+
+    # -- online refinement ------------------------------------------------------------------------
+    @app.agent(finished)
+    async def refine(stream: Any) -> None:
+        await rt.ready.wait()
+        loop = asyncio.get_running_loop()
+        async for event in stream.events():
+            payload = json.loads(event.value)
+            values = await rt.fetcher.fetch(payload["partition"], payload["offsets"])
+            if len(values) != len(payload["offsets"]):
+                log.warning("run %s: %d of %d events no longer in %s, not merged",
+                            payload["run_id"], len(values), len(payload["offsets"]), names.events)
+                continue
+            raw_events = [json.loads(values[o]) for o in payload["offsets"]]
+            run = _run_of(raw_events, cfg.settings.images_dir)
+            if run is None:
+                continue
+            result = await loop.run_in_executor(None, rt.refiner.learn_one, run,
+                                                payload.get("verdict"))
+            log.info("refine %s: %s", run.run_id, result.reason)
+            partition = event.message.partition
+            for rid in result.merged + result.held:
+                source = rt.registry.runs.get(run.task, {}).get(rid) or \
+                    rt.registry.pending.get(run.task, {}).get(rid)
+                state = "merged" if rid in result.merged else "held"
+                rt.training.put(f"{run.task}/{rid}", partition, json.dumps(
+                    {"partition": partition, "state": state,
+                     "events": [e.raw for e in source.events]}).encode())
+            await asyncio.gather(*rt.training.drain())
+            if result.model is not None:
+                await publish_model(result.model)
+
+    return app, rt
+
+
+def _run_of(raw_events: list[dict], images_dir: Path | None) -> Run | None:
+    """A run from its events' JSON (in any order), or None if one no longer reads."""
+    try:
+        events = sorted((parse_event(e, base_dir=images_dir) for e in raw_events),
+                        key=lambda e: e.seq)
+    except TraceError as exc:
+        log.warning("a finished run no longer reads: %s", exc)
+        return None
+    return Run(events[0].run_id, events[0].task, events, source="<stream>")
+
+
+def run_worker(cfg: WorkerConfig, loglevel: str = "warning") -> int:
+    """Start the worker in this process until it is stopped (SIGTERM or Ctrl+C)."""
+    from stream.topics import ensure_topics
+
+    ensure_topics(cfg.bootstrap, cfg.topics, cfg.partitions)
+    actual = asyncio.run(topic_partitions(cfg.bootstrap, cfg.topics.events))
+    if actual and actual != cfg.partitions:
+        log.info("%s has %d partitions: using %d", cfg.topics.events, actual, actual)
+        cfg.partitions = actual
+    app, rt = create_app(cfg)
+    if cfg.metrics_port:
+        rt.metrics.serve(cfg.metrics_port)
+    # Faust's own terminal output (spinner, banner) goes to stderr: stdout carries the
+    # "trustlayer worker ready" lines that the demo and the tests wait for.
+    worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False,
+                          stdout=sys.stderr)
+    try:
+        worker.execute_from_commandline()
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - `trustlayer worker` is the entry point
+    sys.exit(run_worker(WorkerConfig()))

@@ -1,0 +1,324 @@
+"""The streaming commands of ``trustlayer`` (entry point ``trustlayer.commands``):
+``broker``, ``worker``, ``replay``, ``verdicts``, ``models history|rollback`` and ``demo``.
+
+Every command that talks to Kafka takes ``--broker HOST:PORT`` (default
+``$TRUSTLAYER_BROKER`` or 127.0.0.1:9092) and ``--topics PREFIX`` (topic names
+``PREFIX.events``, ``PREFIX.verdicts``, ``PREFIX.models``, ``PREFIX.events.dlq``; default
+``trustlayer``).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from trustlayer.cli import EXIT_BAD_INPUT, EXIT_OK
+
+from stream.topics import MAX_MESSAGE_BYTES, TopicNames
+
+DEFAULT_BROKER = "127.0.0.1:9092"
+REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "jupyter"
+
+
+def topic_names(prefix: str = "trustlayer") -> TopicNames:
+    """The four topic names under `prefix` (``trustlayer`` gives the defaults)."""
+    return TopicNames(f"{prefix}.events", f"{prefix}.verdicts", f"{prefix}.models",
+                      f"{prefix}.events.dlq")
+
+
+def _kafka_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--broker", default=os.environ.get("TRUSTLAYER_BROKER", DEFAULT_BROKER),
+                        help="Kafka bootstrap HOST:PORT (default $TRUSTLAYER_BROKER or "
+                        f"{DEFAULT_BROKER})")
+    parser.add_argument("--topics", default="trustlayer", metavar="PREFIX",
+                        help="topic name prefix (default trustlayer: trustlayer.events, ...)")
+
+
+# -- broker ---------------------------------------------------------------------------------
+def cmd_broker(args: argparse.Namespace) -> int:
+    from stream.broker import main as broker_main
+    return broker_main((["--libs", args.libs] if args.libs else []) + (["--keep"] if args.keep else []))
+
+
+# -- worker ---------------------------------------------------------------------------------
+def worker_config(args: argparse.Namespace):
+    from stream.app import WorkerConfig
+    from stream.worker import WorkerSettings
+
+    settings = WorkerSettings(
+        images_dir=Path(args.images).resolve() if args.images else None,
+        reorder_window=args.reorder_window, reorder_timeout=args.reorder_timeout,
+        deadlines=not args.no_deadlines, refine=not args.no_refine,
+        refine_on_verdict=args.refine_on_verdict)
+    return WorkerConfig(
+        bootstrap=args.broker, app_id=args.app_id, topics=topic_names(args.topics),
+        partitions=args.partitions, models_dir=Path(args.models) if args.models else None,
+        train_dirs=[Path(d) for d in args.train], settings=settings, drop_after=args.drop_after,
+        metrics_port=args.metrics_port, session_timeout=args.session_timeout,
+        heartbeat_interval=min(1.0, args.session_timeout / 4), tick_interval=args.tick)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    import logging
+
+    from stream.app import run_worker
+
+    if args.models and not Path(args.models).is_dir():
+        print(f"trustlayer worker: --models {args.models}: no such directory", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    logging.getLogger("trustlayer").setLevel(args.log_level.upper())
+    logging.getLogger("stream").setLevel(args.log_level.upper())
+    return run_worker(worker_config(args), loglevel=args.log_level)
+
+
+# -- replay ---------------------------------------------------------------------------------
+def cmd_replay(args: argparse.Namespace) -> int:
+    from stream.replay import replay
+    from stream.topics import ensure_topics
+
+    names = topic_names(args.topics)
+    ensure_topics(args.broker, names)
+    stats = replay(args.broker, names.events, args.paths, speed=args.speed,
+                   stagger=args.stagger, inline=not args.by_reference)
+    print(f"published {stats.events} events of {stats.runs} runs ({stats.bytes / 1e6:.1f} MB) "
+          f"to {names.events} in {stats.seconds:.1f} s", file=sys.stderr)
+    return EXIT_OK
+
+
+# -- verdicts -------------------------------------------------------------------------------
+def verdict_line(record: dict[str, Any]) -> str:
+    """One verdict as a terminal line.
+
+    >>> verdict_line({"run_id": "r1", "status": "failed", "final": True, "model_version": 2,
+    ...               "coverage": 0.5, "reason": "x", "cause": "product_bug",
+    ...               "detected_at_seq": 7})
+    'r1  FAILED  v2  coverage 50%  at seq 7  product_bug: x'
+    """
+    status = record["status"].upper() if record.get("final") else record["status"]
+    cause = f"{record['cause']}: " if record.get("cause") else ""
+    seq = "" if record.get("detected_at_seq") is None else f"  at seq {record['detected_at_seq']}"
+    return (f"{record['run_id']}  {status}  v{record['model_version']}  coverage "
+            f"{record['coverage']:.0%}{seq}  {cause}{record.get('reason') or ''}").rstrip()
+
+
+async def follow(bootstrap: str, topic: str, from_beginning: bool = True, group: str | None = None):
+    """Yield the JSON values of `topic` as they arrive."""
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                                auto_offset_reset="earliest" if from_beginning else "latest",
+                                enable_auto_commit=group is not None,
+                                max_partition_fetch_bytes=MAX_MESSAGE_BYTES + 2 ** 20)
+    await consumer.start()
+    try:
+        async for message in consumer:
+            try:
+                yield json.loads(message.value)
+            except ValueError:
+                continue
+    finally:
+        await consumer.stop()
+
+
+def cmd_verdicts(args: argparse.Namespace) -> int:
+    names = topic_names(args.topics)
+
+    async def run() -> None:
+        async for record in follow(args.broker, names.verdicts, not args.new):
+            if args.final and not record.get("final"):
+                continue
+            print(json.dumps(record) if args.format == "json" else verdict_line(record), flush=True)
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
+
+
+# -- models ---------------------------------------------------------------------------------
+async def read_models(bootstrap: str, topic: str):
+    """A registry with every model version still in `topic` (read to its end)."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    from stream.app import topic_partitions
+    from stream.registry import ModelRegistry, decode_model
+
+    registry = ModelRegistry()
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                                max_partition_fetch_bytes=MAX_MESSAGE_BYTES + 2 ** 20)
+    await consumer.start()
+    try:
+        count = await topic_partitions(bootstrap, topic)
+        if not count:
+            return registry
+        tps = [TopicPartition(topic, p) for p in range(count)]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        end = await consumer.end_offsets(tps)
+        while any([await consumer.position(tp) < end[tp] for tp in tps]):
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                for record in records:
+                    registry.add(decode_model(record.value))
+    finally:
+        await consumer.stop()
+    return registry
+
+
+async def publish_model(bootstrap: str, topic: str, model) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    from stream.registry import encode_model
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
+                                max_request_size=MAX_MESSAGE_BYTES + 2 ** 20)
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, key=model.task.encode(), value=encode_model(model))
+    finally:
+        await producer.stop()
+
+
+def cmd_models_history(args: argparse.Namespace) -> int:
+    names = topic_names(args.topics)
+    registry = asyncio.run(read_models(args.broker, names.models))
+    if args.task not in registry.versions:
+        known = ", ".join(registry.tasks()) or "none"
+        print(f"trustlayer models: no model of task {args.task!r} in {names.models} "
+              f"(tasks: {known})", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    entries = registry.history(args.task)
+    if args.format == "json":
+        for entry in entries:
+            print(json.dumps(entry))
+        return EXIT_OK
+    for entry in entries:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry["ts"])) if entry.get("ts") else "-"
+        line = f"v{entry['version']}  {entry['action']:<8}  {when}"
+        if entry.get("parent") is not None:
+            line += f"  from v{entry['parent']}"
+        if entry.get("rolled_back_to") is not None:
+            line += f"  (body of v{entry['rolled_back_to']})"
+        print(line)
+        for name in entry.get("added", []):
+            print(f"      + {name}")
+        for name in entry.get("dropped", []):
+            print(f"      - {name}")
+        if entry.get("runs"):
+            print(f"      runs merged: {', '.join(entry['runs'])}")
+    return EXIT_OK
+
+
+def cmd_models_rollback(args: argparse.Namespace) -> int:
+    names = topic_names(args.topics)
+    registry = asyncio.run(read_models(args.broker, names.models))
+    try:
+        model = registry.rollback(args.task, args.version)
+    except KeyError as exc:
+        print(f"trustlayer models rollback: {exc.args[0]}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    asyncio.run(publish_model(args.broker, names.models, model))
+    entry = model.history[-1]
+    print(f"{args.task}: version {model.version} = version {args.version} "
+          f"(added {entry['added'] or 'none'}, dropped {entry['dropped'] or 'none'}) "
+          f"published to {names.models}")
+    return EXIT_OK
+
+
+# -- demo -----------------------------------------------------------------------------------
+def cmd_demo(args: argparse.Namespace) -> int:
+    from stream.demo import run_demo
+    return run_demo(args)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the streaming commands to ``trustlayer``'s parser."""
+    p = subparsers.add_parser("broker", help="start an embedded Kafka 4.4 (KRaft) and print "
+                              "its address")
+    p.add_argument("--libs", help="the broker jars (default: deploy/kafka/fetch.sh's cache)")
+    p.add_argument("--keep", action="store_true", help="keep its data and log on exit")
+    p.set_defaults(func=cmd_broker)
+
+    p = subparsers.add_parser("worker", help="the streaming validator (a Faust worker)")
+    _kafka_options(p)
+    p.add_argument("--models", metavar="DIR", help="model files (*.json) to load at start")
+    p.add_argument("--train", metavar="DIR", action="append", default=[],
+                   help="training runs a refined model is learned from (repeatable)")
+    p.add_argument("--images", metavar="DIR",
+                   help="screenshots given by path are read from this directory only")
+    p.add_argument("--app-id", default="trustlayer-worker",
+                   help="Faust app id = consumer group (workers with the same id share runs)")
+    p.add_argument("--partitions", type=int, default=4, help="partitions of new topics")
+    p.add_argument("--no-refine", action="store_true", help="no online refinement")
+    p.add_argument("--refine-on-verdict", action="store_true",
+                   help="also refine on runs without an outcome that the validator passed")
+    p.add_argument("--drop-after", type=int, metavar="K",
+                   help="successful runs that must bypass a milestone before refinement drops "
+                   "it (default: the model's drop_after_bypasses, 2)")
+    p.add_argument("--no-deadlines", action="store_true",
+                   help="no timer verdicts (deadlines, long states): like the batch validator")
+    p.add_argument("--reorder-window", type=int, default=64, metavar="N",
+                   help="events held at most while one is missing (default 64)")
+    p.add_argument("--reorder-timeout", type=float, default=30.0, metavar="S",
+                   help="seconds a missing event is waited for (default 30)")
+    p.add_argument("--metrics-port", type=int, default=9108,
+                   help="Prometheus /metrics port (default 9108, 0: off)")
+    p.add_argument("--session-timeout", type=float, default=10.0, metavar="S",
+                   help="Kafka group session timeout (default 10 s)")
+    p.add_argument("--tick", type=float, default=1.0, metavar="S", help="timer period (1 s)")
+    p.add_argument("--log-level", default="warning",
+                   choices=["debug", "info", "warning", "error"])
+    p.set_defaults(func=cmd_worker)
+
+    p = subparsers.add_parser("replay", help="publish recorded runs as runners would")
+    p.add_argument("paths", nargs="+", help="trace directories or .jsonl files")
+    _kafka_options(p)
+    p.add_argument("--speed", type=float, default=1.0,
+                   help="time factor (2: twice as fast; 0: as fast as possible)")
+    p.add_argument("--stagger", type=float, default=0.0, metavar="S",
+                   help="seconds between the runs' starts (default 0: all at once)")
+    p.add_argument("--by-reference", action="store_true",
+                   help="keep screenshot paths (the worker needs --images DIR) instead of "
+                   "inlining them as data: URIs")
+    p.set_defaults(func=cmd_replay)
+
+    p = subparsers.add_parser("verdicts", help="follow the verdict topic")
+    _kafka_options(p)
+    p.add_argument("--new", action="store_true", help="only verdicts from now on")
+    p.add_argument("--final", action="store_true", help="only final verdicts")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_verdicts)
+
+    p = subparsers.add_parser("models", help="model versions on the models topic")
+    sub = p.add_subparsers(dest="models_command", required=True)
+    q = sub.add_parser("history", help="every version of a task's model and what changed")
+    q.add_argument("task")
+    _kafka_options(q)
+    q.add_argument("--format", choices=["text", "json"], default="text")
+    q.set_defaults(func=cmd_models_history)
+    q = sub.add_parser("rollback", help="publish an old version again as the newest")
+    q.add_argument("task")
+    q.add_argument("version", type=int)
+    _kafka_options(q)
+    q.set_defaults(func=cmd_models_rollback)
+
+    p = subparsers.add_parser("demo", help="embedded Kafka + worker + replay, live verdicts")
+    p.add_argument("directory", nargs="?", default=str(REPO_EXAMPLES),
+                   help="a trace set with train/ and test/ (default: the repo's "
+                   "examples/jupyter)")
+    p.add_argument("--once", action="store_true",
+                   help="print each run's final verdict once and exit (refinement and timer "
+                   "verdicts off: comparable with `trustlayer validate`)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--speed", type=float, help="replay speed (default 1; 0 with --once)")
+    p.add_argument("--broker", help="use this Kafka instead of starting an embedded one")
+    p.add_argument("--timeout", type=float, default=180.0,
+                   help="give up after this many seconds (default 180)")
+    p.add_argument("--metrics-port", type=int, default=0,
+                   help="the demo worker's /metrics port (default 0: off)")
+    p.set_defaults(func=cmd_demo)

@@ -1,0 +1,121 @@
+"""Publish recorded runs to ``trustlayer.events`` as live runners would.
+
+Every run of a trace directory starts at once (or `stagger` seconds apart) and its events are
+published at their recorded offsets from the run's first event, divided by `speed` (``0``: as
+fast as possible, still interleaved in that order). Screenshots travel inline as ``data:``
+URIs (the broker's message limit applies) or, with ``inline=False``, as the paths the trace
+has, for a worker that reads the same directory (``--images``). Events keep their recorded
+``ts``: the worker's timer measures silence by the wall time since publication, so a faster
+replay never makes a run look late.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import mimetypes
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from trustlayer.traces import read_run, trace_files
+
+from stream.topics import MAX_MESSAGE_BYTES
+
+
+def inline_screenshot(event: dict, base_dir: Path) -> dict:
+    """`event` with its screenshot path (relative to `base_dir`) replaced by a data URI."""
+    observation = event.get("observation")
+    shot = observation.get("screenshot") if isinstance(observation, dict) else None
+    if not isinstance(shot, str) or shot.startswith("data:"):
+        return event
+    path = base_dir / shot
+    mime = mimetypes.guess_type(path.name)[0] or "image/png"
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return {**event, "observation": {**observation, "screenshot": f"data:{mime};base64,{data}"}}
+
+
+def read_events(paths: Sequence[str | Path], inline: bool = True) -> list[list[dict]]:
+    """The events of every run under `paths`, as JSON objects, one list per run.
+
+    Each file is first read with :func:`trustlayer.traces.read_run`, so a bad trace fails
+    here with its file and line (:class:`~trustlayer.traces.TraceError`), not in the worker.
+    """
+    runs = []
+    for path in trace_files(paths):
+        read_run(path)
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        events = [json.loads(line) for line in lines]
+        if inline:
+            events = [inline_screenshot(event, path.parent) for event in events]
+        runs.append(events)
+    return runs
+
+
+def schedule(runs: Iterable[list[dict]], speed: float = 1.0,
+             stagger: float = 0.0) -> list[tuple[float, dict]]:
+    """``(seconds after start, event)`` for every event, in publishing order.
+
+    >>> a = [{"run_id": "a", "seq": 0, "ts": 10.0}, {"run_id": "a", "seq": 1, "ts": 12.0}]
+    >>> b = [{"run_id": "b", "seq": 0, "ts": 50.0}, {"run_id": "b", "seq": 1, "ts": 51.0}]
+    >>> [(t, e["run_id"], e["seq"]) for t, e in schedule([a, b], speed=2)]
+    [(0.0, 'a', 0), (0.0, 'b', 0), (0.5, 'b', 1), (1.0, 'a', 1)]
+    """
+    plan = []
+    for number, events in enumerate(runs):
+        start = events[0]["ts"]
+        for event in events:
+            offset = number * stagger + (event["ts"] - start)
+            plan.append((offset, number, event["seq"], event))
+    plan.sort(key=lambda item: item[:3])
+    factor = 0.0 if speed <= 0 else 1.0 / speed
+    return [(offset * factor, event) for offset, _, _, event in plan]
+
+
+@dataclass
+class ReplayStats:
+    runs: int
+    events: int
+    bytes: int
+    seconds: float
+
+
+async def publish(bootstrap: str, topic: str, plan: Sequence[tuple[float, dict]],
+                  producer=None) -> ReplayStats:
+    """Publish `plan` (see :func:`schedule`) to `topic`, key = run_id, at its times."""
+    from aiokafka import AIOKafkaProducer
+
+    own = producer is None
+    if own:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, max_request_size=MAX_MESSAGE_BYTES,
+                                    linger_ms=2, acks="all")
+        await producer.start()
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    sent = size = 0
+    pending = []
+    try:
+        for offset, event in plan:
+            delay = t0 + offset - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            value = json.dumps(event, separators=(",", ":")).encode("utf-8")
+            pending.append(await producer.send(topic, key=event["run_id"].encode("utf-8"),
+                                               value=value))
+            sent, size = sent + 1, size + len(value)
+        await asyncio.gather(*pending)
+    finally:
+        if own:
+            await producer.stop()
+    return ReplayStats(len({e["run_id"] for _, e in plan}), sent, size, loop.time() - t0)
+
+
+def replay(bootstrap: str, topic: str, paths: Sequence[str | Path], speed: float = 1.0,
+           stagger: float = 0.0, inline: bool = True) -> ReplayStats:
+    """Read the runs under `paths` and publish them (blocking)."""
+    plan = schedule(read_events(paths, inline), speed, stagger)
+    started = time.monotonic()
+    stats = asyncio.run(publish(bootstrap, topic, plan))
+    stats.seconds = time.monotonic() - started
+    return stats

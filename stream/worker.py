@@ -1,0 +1,583 @@
+"""What the streaming worker does with each event, without Kafka: importable and testable.
+
+:class:`StreamProcessor` takes the records of ``trustlayer.events`` one at a time (value,
+key, and where it came from: partition, offset, publish time) and keeps one
+:class:`RunRecord` per run in a key-value store (the Faust table in :mod:`stream.app`, a
+dict in tests). For each run it
+
+- feeds the core's incremental :class:`~trustlayer.matcher.Matcher` in ``seq`` order, on the
+  model version the run started with;
+- ignores a ``(run_id, seq)`` seen before, and holds events that come early until the gap
+  fills (at most ``reorder_window`` events / ``max_held_bytes``, and ``reorder_timeout``
+  seconds; then the run fails with the reason "events missing");
+- emits a verdict only when the run's status (or finality) changes;
+- sends bad records to the dead-letter list with a reason (:func:`dlq_reason`) and goes on.
+
+Crash safety (at-least-once). The worker commits a source offset only after everything sent
+while processing it was delivered (Faust flushes the producer before committing). After a
+crash the records since the last commit come again: a record whose offset the stored run
+already includes sends again, unchanged, the verdicts it had caused; one the store does not
+include is processed again and gives the same verdicts (``verdict_ts`` is the triggering
+event's ``ts``, not a clock). Verdicts made by the timer (deadlines) are kept in the run's
+outbox in the store before they are sent, and sent again after a restart until confirmed.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+from collections import Counter as Tally
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from trustlayer.llm import LLMJudge
+from trustlayer.matcher import FAILED, Matcher, Status
+from trustlayer.model import Model
+from trustlayer.traces import TraceError, parse_event
+
+from stream.refine import is_success
+from stream.registry import ModelRegistry
+
+log = logging.getLogger(__name__)
+
+#: DLQ reasons (the ``reason`` label of ``trustlayer_dlq_records_total``), by what the
+#: core's TraceError says.
+DLQ_REASONS = {
+    "malformed_json": ("not valid JSON",),
+    "image_too_large": ("over the limit of", "decompression bomb"),
+    "bad_image": ("is not a PNG", "not PNG, JPEG or WebP", "data URI", "screenshot must be"),
+    "path_outside_dir": ("leaves the trace directory", "no image directory is allowed"),
+    "image_not_found": ("screenshot file not found",),
+}
+OTHER_REASONS = ("wrong_schema", "wrong_key", "no_model", "wrong_task")
+
+
+def dlq_reason(message: str) -> str:
+    """The DLQ reason for a :class:`TraceError` message (``wrong_schema`` by default).
+
+    >>> dlq_reason("<stream>: not valid JSON (Expecting value: line 1 column 1 (char 0))")
+    'malformed_json'
+    >>> dlq_reason("x: screenshot data URI has 9000x9000 pixels, over the limit of 40000000")
+    'image_too_large'
+    >>> dlq_reason("x: missing required field 'seq'")
+    'wrong_schema'
+    """
+    for reason, phrases in DLQ_REASONS.items():
+        if any(phrase in message for phrase in phrases):
+            return reason
+    return "wrong_schema"
+
+
+@dataclass
+class WorkerSettings:
+    """How the worker treats runs (model thresholds live in each model's settings).
+
+    images_dir : screenshots given by path are read from here only (None: data URIs only).
+    reorder_window : events held at most while waiting for a missing one.
+    max_held_bytes : bytes of held events at most (inline screenshots are large).
+    reorder_timeout : seconds a missing event is waited for once a later one came.
+    deadlines : let the timer fail silent runs on the learned deadlines.
+    refine : hand successful finished runs to online refinement.
+    refine_on_verdict : also runs without a known outcome that the validator passed.
+    retention : seconds a finished run stays in the table (late duplicates are ignored).
+    """
+
+    images_dir: Path | None = None
+    reorder_window: int = 64
+    max_held_bytes: int = 8 * 1024 * 1024
+    reorder_timeout: float = 30.0
+    deadlines: bool = True
+    refine: bool = True
+    refine_on_verdict: bool = False
+    retention: float = 3600.0
+
+
+class Metrics:
+    """The worker's Prometheus metrics; the names are those of deploy/prometheus/alerts.yml
+    and the Grafana dashboard."""
+
+    LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+    def __init__(self, registry: CollectorRegistry | None = None):
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.events = Counter("trustlayer_events_total", "Events processed, by task and kind",
+                              ["task", "kind"], registry=r)
+        self.runs = Counter("trustlayer_runs_total", "Runs with a final verdict, by task and "
+                            "status (passed|failed)", ["task", "status"], registry=r)
+        self.failures = Counter("trustlayer_failures_total", "Failed runs by task and first "
+                                "missing milestone", ["task", "missing"], registry=r)
+        self.causes = Counter("trustlayer_failure_causes_total", "Failed runs by task and cause",
+                              ["task", "cause"], registry=r)
+        self.unknown = Counter("trustlayer_unknown_states_total", "States matching no model "
+                               "state, by task", ["task"], registry=r)
+        self.dlq = Counter("trustlayer_dlq_records_total", "Events sent to the dead-letter "
+                           "topic, by reason", ["reason"], registry=r)
+        self.latency = Histogram("trustlayer_verdict_latency_seconds", "From an event's publish "
+                                 "time to the verdict it caused", ["task"],
+                                 buckets=self.LATENCY_BUCKETS, registry=r)
+        self.open_runs = Gauge("trustlayer_open_runs", "Runs without a final verdict on this "
+                               "worker, by task", ["task"], registry=r)
+        self.model_version = Gauge("trustlayer_model_version", "Newest model version, by task",
+                                   ["task"], registry=r)
+        for reason in [*DLQ_REASONS, *OTHER_REASONS]:
+            self.dlq.labels(reason)
+
+    def model_known(self, model: Model) -> None:
+        """Start the task's series at 0 (so that rate() counts the first failures) and
+        export its newest version."""
+        task = model.task
+        for status in ("passed", "failed"):
+            self.runs.labels(task, status)
+        for cause in ("product_bug", "agent_error"):
+            self.causes.labels(task, cause)
+        self.unknown.labels(task)
+        self.open_runs.labels(task)
+        current = self.model_version.labels(task)
+        current.set(max(current._value.get(), model.version))
+
+    def final(self, status: Status) -> None:
+        self.runs.labels(status.task, status.status).inc()
+        if status.status == FAILED:
+            self.failures.labels(status.task, status.missing[0] if status.missing else "none").inc()
+            self.causes.labels(status.task, status.cause or "unknown").inc()
+
+    def serve(self, port: int, addr: str = "0.0.0.0") -> None:
+        """``/metrics`` over HTTP on `port` (prometheus-client's own server thread)."""
+        start_http_server(port, addr=addr, registry=self.registry)
+
+
+@dataclass
+class Source:
+    """Where a record came from: its partition, offset and publish time (seconds)."""
+
+    partition: int
+    offset: int
+    timestamp: float
+    topic: str = "trustlayer.events"
+
+
+@dataclass
+class Output:
+    """What processing produced, for the app to send."""
+
+    verdicts: list[tuple[str, dict]] = field(default_factory=list)
+    dlq: list[tuple[bytes | None, dict]] = field(default_factory=list)
+    finished: list[tuple[str, dict]] = field(default_factory=list)
+
+    def extend(self, other: "Output") -> None:
+        self.verdicts += other.verdicts
+        self.dlq += other.dlq
+        self.finished += other.finished
+
+
+@dataclass
+class RunRecord:
+    """One run's state in the table (JSON). ``held`` maps seq -> held event."""
+
+    run_id: str
+    task: str
+    version: int
+    partition: int
+    next_seq: int = 0
+    last_offset: int = -1
+    last_ts: float | None = None
+    last_pub: float | None = None
+    held: dict[str, dict] = field(default_factory=dict)
+    snapshot: dict | None = None
+    last_key: list | None = None
+    sent: list[dict] = field(default_factory=list)
+    outbox: list[dict] = field(default_factory=list)
+    final: bool = False
+    ended: bool = False
+    outcome: str | None = None
+    complete: bool = True
+    offsets: list[int] = field(default_factory=list)
+    closed_at: float | None = None
+
+    def encode(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":")).encode("utf-8")
+
+    @classmethod
+    def decode(cls, value: bytes) -> "RunRecord":
+        data = json.loads(value)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @property
+    def held_since(self) -> float | None:
+        return min((h["pub"] for h in self.held.values()), default=None)
+
+
+
+class Store(Protocol):
+    """Where run records live: ``get(run_id)`` and ``put(run_id, partition, value|None)``."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def put(self, key: str, partition: int, value: bytes | None) -> None: ...
+
+
+class DictStore(dict):
+    """A :class:`Store` in memory (tests, benchmarks)."""
+
+    def put(self, key: str, partition: int, value: bytes | None) -> None:
+        if value is None:
+            self.pop(key, None)
+        else:
+            self[key] = value
+
+
+def verdict_json(status: Status, verdict_ts: float | None) -> dict[str, Any]:
+    """A verdict as published on ``trustlayer.verdicts``."""
+    return {"run_id": status.run_id, "task": status.task, "model_version": status.model_version,
+            "status": status.status, "reason": status.reason, "cause": status.cause,
+            "coverage": status.coverage, "matched": list(status.matched),
+            "missing": list(status.missing), "detected_at_seq": status.detected_at_seq,
+            "event_ts": status.event_ts, "verdict_ts": verdict_ts, "final": status.final,
+            "verdict": status.verdict, "warnings": list(status.warnings),
+            "llm_calls": status.llm_calls, "unknown_states": status.unknown_states}
+
+
+class StreamProcessor:
+    """Runs' state and verdicts from a stream of event records (see the module doc).
+
+    Parameters
+    ----------
+    registry : the models (a run uses the newest version of its task when it starts).
+    store : where run records are kept (see :class:`Store`); written by :meth:`flush`.
+    settings : :class:`WorkerSettings`.
+    metrics : :class:`Metrics` (a private registry if None).
+    clock : wall time in seconds (``time.time``); used for latencies and the timer.
+    """
+
+    SENT_KEPT = 16
+
+    def __init__(self, registry: ModelRegistry, store: Store, settings: WorkerSettings | None = None,
+                 metrics: Metrics | None = None, clock: Callable[[], float] = time.time):
+        self.registry, self.store = registry, store
+        self.settings = settings or WorkerSettings()
+        self.metrics = metrics or Metrics()
+        self.clock = clock
+        self.cache: dict[str, RunRecord] = {}
+        self.matchers: dict[str, Matcher] = {}
+        self.dirty: set[str] = set()
+        self.active: set[int] | None = None
+        self._judges: dict[tuple[str, int], LLMJudge | None] = {}
+
+    # -- records ----------------------------------------------------------------------------
+    def process_batch(self, records: Iterable[tuple[bytes | None, bytes | None, Source]]) -> Output:
+        """Process ``(key, value, source)`` records in order, then :meth:`flush`."""
+        out = Output()
+        for key, value, source in records:
+            self.process(key, value, source, out)
+        self.flush()
+        return out
+
+    def process(self, key: bytes | None, value: bytes | None, source: Source,
+                out: Output | None = None) -> Output:
+        """Process one record (not yet written to the store: see :meth:`flush`)."""
+        out = out if out is not None else Output()
+        where = f"{source.topic}[{source.partition}]@{source.offset}"
+        try:
+            obj = json.loads(value or b"")
+        except (ValueError, UnicodeDecodeError) as exc:
+            return self._dead(out, key, value, source, "malformed_json",
+                              f"{where}: not valid JSON ({exc})")
+        task = obj.get("task") if isinstance(obj, dict) else None
+        model = self.registry.latest(task) if isinstance(task, str) else None
+        try:
+            event = parse_event(obj, source=where, base_dir=self.settings.images_dir,
+                                settings=model.settings if model else None)
+        except TraceError as exc:
+            return self._dead(out, key, value, source, dlq_reason(exc.message), str(exc))
+        run_key = None if key is None else key.decode("utf-8", "replace")
+        if run_key != event.run_id:
+            return self._dead(out, key, value, source, "wrong_key",
+                              f"{where}: record key {run_key!r} is not the event's run_id "
+                              f"{event.run_id!r} (a run's events must share a partition)")
+        rec = self._record(event.run_id)
+        if rec is None:
+            if model is None:
+                return self._dead(out, key, value, source, "no_model",
+                                  f"{where}: no model for task {event.task!r}")
+            rec = RunRecord(event.run_id, event.task, model.version, source.partition)
+            self.cache[rec.run_id] = rec
+        elif source.partition == rec.partition and source.offset <= rec.last_offset:
+            # processed before a restart: send again, unchanged, what it caused then
+            out.verdicts += [(rec.run_id, item["record"]) for item in rec.sent
+                             if item["trigger"] == source.offset]
+            return out
+        if event.task != rec.task:
+            return self._dead(out, key, value, source, "wrong_task",
+                              f"{where}: task {event.task!r} differs from the run's task "
+                              f"{rec.task!r}")
+        if event.seq < rec.next_seq or str(event.seq) in rec.held:
+            return out  # a duplicate (run_id, seq): ignored
+        rec.last_offset = source.offset
+        self.dirty.add(rec.run_id)
+        if event.seq > rec.next_seq:
+            return self._hold(rec, obj, len(value or b""), event, source, out)
+        self._feed(rec, event, source.offset, source.timestamp, out, trigger=source.offset)
+        while str(rec.next_seq) in rec.held:
+            held = rec.held.pop(str(rec.next_seq))
+            try:
+                early = parse_event(held["event"], source=where, base_dir=self.settings.images_dir,
+                                    settings=self._model(rec).settings)
+            except TraceError as exc:  # e.g. a referenced screenshot deleted meanwhile
+                self._dead(out, None, json.dumps(held["event"]).encode(), source,
+                           dlq_reason(exc.message), str(exc))
+                self._events_missing(rec, out, source.offset, event.ts, source.timestamp,
+                                     f"seq {rec.next_seq} could not be read again")
+                break
+            self._feed(rec, early, held["offset"], held["pub"], out, trigger=source.offset)
+        return out
+
+    def flush(self) -> None:
+        """Write every run changed since the last flush to the store."""
+        for run_id in sorted(self.dirty):
+            rec = self.cache.get(run_id)
+            if rec is None:
+                continue
+            matcher = self.matchers.get(run_id)
+            if matcher is not None:
+                rec.snapshot = matcher.snapshot()
+            self.store.put(run_id, rec.partition, rec.encode())
+        self.dirty.clear()
+
+    # -- the timer ----------------------------------------------------------------------------
+    def tick(self, wall: float | None = None,
+             caught_up: Callable[[int], bool] = lambda partition: True) -> Output:
+        """Fail silent runs whose deadline passed or whose missing event never came.
+
+        `caught_up(partition)`: every record published to the partition so far has been
+        processed (a worker behind its backlog must not call runs silent). A run's clock is
+        its last event's ``ts`` plus the wall time since that event was published. Verdicts
+        made here go to the run's outbox: :meth:`flush`, wait for the store, send them, then
+        :meth:`confirm` them. Also drops finished runs older than ``retention``.
+        """
+        wall = self.clock() if wall is None else wall
+        out = Output()
+        for rec in list(self.cache.values()):
+            if self.active is not None and rec.partition not in self.active:
+                continue
+            if rec.final:
+                if rec.closed_at is not None and wall - rec.closed_at > self.settings.retention \
+                        and not rec.outbox:
+                    self.forget(rec)
+                continue
+            if not caught_up(rec.partition):
+                continue
+            held_since = rec.held_since
+            if held_since is not None and wall - held_since > self.settings.reorder_timeout:
+                self._events_missing(rec, out, None, self._run_clock(rec, wall), None,
+                                     f"seq {rec.next_seq} did not come within "
+                                     f"{self.settings.reorder_timeout:.0f} s")
+            elif self.settings.deadlines and rec.last_pub is not None:
+                now = self._run_clock(rec, wall)
+                status = self._matcher(rec).tick(now)
+                if status is not None:
+                    self._emit(rec, status, out, None, now, None)
+            if rec.final:
+                rec.closed_at = wall
+                self.dirty.add(rec.run_id)
+        self._export_open_runs()
+        return out
+
+    def confirm(self, run_id: str, records: Iterable[dict]) -> None:
+        """The timer's verdicts for `run_id` were delivered: clear them from its outbox."""
+        rec = self.cache.get(run_id)
+        if rec is None:
+            return
+        done = [r for r in records]
+        rec.outbox = [r for r in rec.outbox if r not in done]
+        self.dirty.add(run_id)
+
+    def forget(self, rec: RunRecord) -> None:
+        self.cache.pop(rec.run_id, None)
+        self.matchers.pop(rec.run_id, None)
+        self.dirty.discard(rec.run_id)
+        self.store.put(rec.run_id, rec.partition, None)
+
+    # -- rebalancing ----------------------------------------------------------------------------
+    def revoke(self) -> None:
+        """Partitions were taken away: forget the cached runs (the store keeps them)."""
+        self.flush()
+        self.cache.clear()
+        self.matchers.clear()
+        self.active = set()
+
+    def assign(self, partitions: Iterable[int], stored: Iterable[tuple[str, bytes]]) -> Output:
+        """The table was recovered for `partitions`: load their runs from `stored` (key,
+        value) pairs and return the outboxes still to send."""
+        self.active = set(partitions)
+        self.cache.clear()
+        self.matchers.clear()
+        out = Output()
+        for run_id, value in stored:
+            try:
+                rec = RunRecord.decode(value)
+            except (ValueError, TypeError):
+                log.warning("run %s: unreadable record in the table, ignored", run_id)
+                continue
+            if rec.partition in self.active:
+                self.cache[run_id] = rec
+                out.verdicts += [(run_id, record) for record in rec.outbox]
+        self._export_open_runs()
+        return out
+
+    def open_runs(self) -> Tally:
+        return Tally(rec.task for rec in self.cache.values() if not rec.final)
+
+    # -- internals ------------------------------------------------------------------------------
+    @staticmethod
+    def _run_clock(rec: RunRecord, wall: float) -> float:
+        """Now in the run's own time: its last event's ts (or its earliest held event's)
+        plus the wall time since that event was published (no clock shared with runners)."""
+        if rec.last_pub is not None:
+            return rec.last_ts + (wall - rec.last_pub)
+        first = min(rec.held.values(), key=lambda h: h["pub"])
+        return first["event"]["ts"] + (wall - first["pub"])
+
+    def _record(self, run_id: str) -> RunRecord | None:
+        rec = self.cache.get(run_id)
+        if rec is None:
+            value = self.store.get(run_id)
+            if value is not None:
+                rec = self.cache[run_id] = RunRecord.decode(value)
+        return rec
+
+    def _model(self, rec: RunRecord) -> Model:
+        model = self.registry.get(rec.task, rec.version)
+        if model is None:  # e.g. compacted away from the models topic
+            model = self.registry.latest(rec.task)
+            log.warning("run %s: model %s version %d unknown here, using version %d",
+                        rec.run_id, rec.task, rec.version, model.version)
+            rec.version = model.version
+        return model
+
+    def _judge(self, model: Model) -> LLMJudge | None:
+        key = (model.task, model.version)
+        if key not in self._judges:
+            self._judges[key] = LLMJudge(model.settings.llm) if model.settings.llm.enabled else None
+        return self._judges[key]
+
+    def _matcher(self, rec: RunRecord) -> Matcher:
+        matcher = self.matchers.get(rec.run_id)
+        if matcher is None:
+            model = self._model(rec)
+            matcher = (Matcher.restore(model, rec.snapshot, self._judge(model))
+                       if rec.snapshot else Matcher(model, self._judge(model)))
+            self.matchers[rec.run_id] = matcher
+        return matcher
+
+    def _hold(self, rec: RunRecord, obj: dict, size: int, event, source: Source,
+              out: Output) -> Output:
+        rec.held[str(event.seq)] = {"offset": source.offset, "pub": source.timestamp,
+                                    "size": size, "event": obj}
+        if event.kind == "end":
+            rec.ended, rec.outcome = True, event.outcome
+        held_bytes = sum(h["size"] for h in rec.held.values())
+        if len(rec.held) > self.settings.reorder_window or held_bytes > self.settings.max_held_bytes:
+            self._events_missing(rec, out, source.offset, event.ts, source.timestamp,
+                                 f"seq {rec.next_seq} did not come before {len(rec.held)} later "
+                                 f"events ({held_bytes} bytes)")
+        return out
+
+    def _feed(self, rec: RunRecord, event, offset: int, pub: float, out: Output,
+              trigger: int) -> None:
+        rec.next_seq = event.seq + 1
+        rec.offsets.append(offset)
+        rec.last_ts, rec.last_pub = event.ts, pub
+        if event.kind == "end":
+            rec.ended, rec.outcome = True, event.outcome
+        self.metrics.events.labels(rec.task, event.kind).inc()
+        matcher = self._matcher(rec)
+        unknown = matcher.status.unknown_states if matcher.status else 0
+        status = matcher.feed(event)
+        if status.unknown_states > unknown:
+            self.metrics.unknown.labels(rec.task).inc(status.unknown_states - unknown)
+        self._emit(rec, status, out, trigger, event.ts, pub)
+        if rec.ended:
+            self._finish(rec, out, pub)
+
+    def _events_missing(self, rec: RunRecord, out: Output, trigger: int | None, verdict_ts: float,
+                        pub: float | None, why: str) -> None:
+        """Fail the run: an event it needs never came."""
+        rec.complete = False
+        rec.held = {}
+        if rec.final:
+            return
+        matcher = self._matcher(rec)
+        if matcher.status is None:
+            model = matcher.model
+            matcher.state = Status(rec.run_id, rec.task, model_version=model.version,
+                                   missing=[model.name(s) for s in model.essential
+                                            if s not in model.soft])
+        status = matcher.status
+        status.status, status.cause, status.final = FAILED, None, True
+        status.reason = f"events missing: {why}"
+        status.detected_at_seq = rec.next_seq - 1 if rec.next_seq else None
+        self._emit(rec, status, out, trigger, verdict_ts, pub)
+        if rec.ended:
+            self._finish(rec, out, pub)
+
+    def _emit(self, rec: RunRecord, status: Status, out: Output, trigger: int | None,
+              verdict_ts: float | None, pub: float | None) -> None:
+        key = [status.status, status.final]
+        if key == rec.last_key:
+            return
+        rec.last_key = key
+        record = verdict_json(status, verdict_ts)
+        if trigger is None:
+            rec.outbox.append(record)
+        else:
+            rec.sent = (rec.sent + [{"trigger": trigger, "record": record}])[-self.SENT_KEPT:]
+        self.dirty.add(rec.run_id)
+        out.verdicts.append((rec.run_id, record))
+        if pub is not None:
+            self.metrics.latency.labels(rec.task).observe(max(0.0, self.clock() - pub))
+        if status.final and not rec.final:
+            rec.final = True
+            rec.closed_at = pub if pub is not None else self.clock()
+            self.metrics.final(status)
+
+    def _finish(self, rec: RunRecord, out: Output, pub: float | None) -> None:
+        """The run's end event was fed (its verdict is final): hand a success to refinement,
+        keep only what late duplicates need."""
+        matcher = self.matchers.pop(rec.run_id, None)
+        verdict = matcher.status.verdict if matcher and matcher.status else None
+        if self.settings.refine and rec.complete and is_success(
+                rec.outcome, verdict, self.settings.refine_on_verdict):
+            out.finished.append((rec.task, {"run_id": rec.run_id, "task": rec.task,
+                                            "partition": rec.partition,
+                                            "offsets": list(rec.offsets),
+                                            "outcome": rec.outcome, "verdict": verdict,
+                                            "model_version": rec.version}))
+        rec.snapshot, rec.offsets = None, []
+        rec.closed_at = pub if pub is not None else rec.closed_at
+        self.dirty.add(rec.run_id)
+
+    def _dead(self, out: Output, key: bytes | None, value: bytes | None, source: Source,
+              reason: str, error: str) -> Output:
+        self.metrics.dlq.labels(reason).inc()
+        record: dict[str, Any] = {"reason": reason, "error": error, "topic": source.topic,
+                                  "partition": source.partition, "offset": source.offset,
+                                  "timestamp": source.timestamp,
+                                  "key": None if key is None else key.decode("utf-8", "replace")}
+        try:
+            record["value"] = (value or b"").decode("utf-8")
+        except UnicodeDecodeError:
+            record["value_base64"] = base64.b64encode(value).decode("ascii")
+        out.dlq.append((key, record))
+        log.info("DLQ %s: %s", reason, error)
+        return out
+
+    def _export_open_runs(self) -> None:
+        counts = self.open_runs()
+        for task in set(counts) | set(self.registry.tasks()):
+            self.metrics.open_runs.labels(task).set(counts.get(task, 0))
