@@ -14,6 +14,7 @@ from trustlayer.model import ModelState
 
 MAX_NAME = 70
 PREFERENCE = {"X": 0, "F": 1, "A": 2}  # visible text names a state best
+_WORD = re.compile(r"[^\W\d_]{3,}")  # a word worth reading in a name
 _HEADING = re.compile(r'^A\|-? ?(?:dialog|alertdialog|heading)(?: "([^"]+)")?')
 
 
@@ -22,13 +23,13 @@ def _base_name(state: ModelState, labels: Sequence[str], titles: Sequence[str]) 
         return Counter(labels).most_common(1)[0][0]
     for template in state.profile.salient_templates:
         match = _HEADING.match(template)
-        if match and match.group(1):
-            return match.group(1)
+        if match and match.group(1) and match.group(1).strip():
+            return _readable(f"|{match.group(1).strip()}")
     return Counter(titles).most_common(1)[0][0] if titles else ""
 
 
 def _readable(template: str) -> str:
-    body = template.partition("|")[2]
+    body = template.partition("|")[2].removeprefix("- ")
     return re.sub(r" (?=[.,:;!?)\]/])|(?<=[(\[/.]) ", "", body)[:MAX_NAME]
 
 
@@ -43,8 +44,9 @@ def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
         name = bases[state.id]
         if not name or base_count[name] > 1:
             distinctive = sorted((t for t in state.profile.salient_templates
-                                  if not t.startswith(("T|", "U|"))),
-                                 key=lambda t: (frequency[t], "*" in t, PREFERENCE.get(t[0], 3), len(t), t))
+                                  if not t.startswith(("T|", "U|")) and _WORD.search(t[2:])),
+                                 key=lambda t: (frequency[t], "*" in t, PREFERENCE.get(t[0], 3),
+                                                len(t), t))
             detail = _readable(distinctive[0]) if distinctive else ""
             name = f"{name}: {detail}" if name and detail else name or detail
         name = name or f"S{number}"
