@@ -89,7 +89,8 @@ class TableStore:
             self.table.data[key] = value
         self.pending.append(self.table.send_changelog(partition, key, value))
 
-    def items(self) -> list[tuple[str, bytes]]:
+    def items(self) -> list[tuple[str, bytes | dict]]:
+        """Every (key, value); a value recovered from the changelog may come back decoded."""
         return [(k, v) for k, v in list(self.table.data.items()) if v is not None]
 
     def drain(self) -> list[asyncio.Future]:
@@ -162,7 +163,6 @@ class Runtime:
         self.cfg = cfg
         self.registry = ModelRegistry()
         self.metrics = Metrics()
-        self.registry.listeners.append(self.metrics.model_known)
         self.store = TableStore(table)
         self.training = TableStore(training)
         self.processor = StreamProcessor(self.registry, self.store, cfg.settings, self.metrics)
@@ -246,7 +246,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
     async def on_training_recovered() -> None:
         partitions = active_partitions(cfg.finished_topic)
         for key, value in rt.training.items():
-            entry = json.loads(value)
+            entry = value if isinstance(value, dict) else json.loads(value)
             if entry["partition"] not in partitions:
                 continue
             run = _run_of(entry["events"], rt.cfg.settings.images_dir)
@@ -308,14 +308,12 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
     async def judge(stream: Any) -> None:
         await rt.ready.wait()
         async for batch in stream.take_events(cfg.batch_max, within=cfg.batch_within):
-            records = []
-            for event in batch:
-                message = event.message
-                if rt.processor.active is not None and message.partition not in rt.processor.active:
-                    continue  # revoked meanwhile: its new owner processes it again
-                records.append((message.key, message.value,
-                                Source(message.partition, message.offset,
-                                       message.timestamp or 0.0, message.topic)))
+            # Records of a partition revoked meanwhile are processed too: their offsets are
+            # not committed, the new owner processes them again, and both give the same
+            # verdicts and table records (processing is deterministic).
+            records = [(e.message.key, e.message.value,
+                        Source(e.message.partition, e.message.offset, e.message.timestamp or 0.0,
+                               e.message.topic)) for e in batch]
             out = rt.processor.process_batch(records)
             for _, _, source in records:
                 rt.processed[source.partition] = source.offset

@@ -22,9 +22,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable
 
+from trustlayer.equivalence import decide
 from trustlayer.learn import LearnError, learn
-from trustlayer.matcher import judge_run
 from trustlayer.model import Model
+from trustlayer.steps import run_steps
 from trustlayer.traces import Run
 
 from stream.registry import ModelRegistry, milestone_diff
@@ -45,9 +46,11 @@ def is_success(outcome: str | None, verdict: str | None = None, use_verdicts: bo
 
 
 def bypassed_milestones(model: Model, run: Run) -> list[str]:
-    """Names of `model`'s milestones that `run`, judged by `model`, never reached."""
-    matched = set(judge_run(model, run).matched)
-    return [model.name(sid) for sid in model.essential if model.name(sid) not in matched]
+    """Names of `model`'s milestones that no state of `run` matches, wherever it occurs
+    (the matcher's own ``matched`` stops at the first milestone out of order)."""
+    seen = {sid for step in run_steps(run, model.settings) for sid in model.essential
+            if decide(step.fingerprint, model.states[sid], model.settings).same}
+    return [model.name(sid) for sid in model.essential if sid not in seen]
 
 
 @dataclass
@@ -106,7 +109,7 @@ class Refiner:
             return Refinement(task, run.run_id, f"not a successful run (outcome {run.outcome})")
         training = registry.runs.get(task, {})
         pending = registry.pending.setdefault(task, {})
-        if not training:
+        if task not in registry.seeded:
             return Refinement(task, run.run_id, "no training runs of this task are known "
                               "(give the worker --train DIR): refinement needs them")
         if run.run_id in training or run.run_id in pending:

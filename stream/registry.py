@@ -107,6 +107,7 @@ class ModelRegistry:
     pending : task -> run_id -> Run, successful runs held back because merging them would
         drop a milestone fewer than K runs bypassed (see :mod:`stream.refine`).
     causes : task -> run_id -> cause of the failed seed runs (from ``labels.json``).
+    seeded : tasks whose seed runs were given (refinement needs them).
     """
 
     def __init__(self) -> None:
@@ -114,6 +115,7 @@ class ModelRegistry:
         self.runs: dict[str, dict[str, Run]] = {}
         self.pending: dict[str, dict[str, Run]] = {}
         self.causes: dict[str, dict[str, str | None]] = {}
+        self.seeded: set[str] = set()
         self.listeners: list = []
 
     # -- versions -------------------------------------------------------------------------
@@ -207,6 +209,7 @@ class ModelRegistry:
         """Seed runs a task's refined models are learned from (e.g. the training set)."""
         for run in runs:
             self.runs.setdefault(run.task, {})[run.run_id] = run
+            self.seeded.add(run.task)
             if causes and run.run_id in causes:
                 self.causes.setdefault(run.task, {})[run.run_id] = causes[run.run_id]
 

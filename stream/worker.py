@@ -203,8 +203,8 @@ class RunRecord:
         return json.dumps(asdict(self), separators=(",", ":")).encode("utf-8")
 
     @classmethod
-    def decode(cls, value: bytes) -> "RunRecord":
-        data = json.loads(value)
+    def decode(cls, value: bytes | str | dict) -> "RunRecord":
+        data = value if isinstance(value, dict) else json.loads(value)
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -268,6 +268,9 @@ class StreamProcessor:
         self.dirty: set[str] = set()
         self.active: set[int] | None = None
         self._judges: dict[tuple[str, int], LLMJudge | None] = {}
+        registry.listeners.append(self.metrics.model_known)
+        for task in registry.tasks():
+            self.metrics.model_known(registry.latest(task))
 
     # -- records ----------------------------------------------------------------------------
     def process_batch(self, records: Iterable[tuple[bytes | None, bytes | None, Source]]) -> Output:
@@ -479,8 +482,6 @@ class StreamProcessor:
               out: Output) -> Output:
         rec.held[str(event.seq)] = {"offset": source.offset, "pub": source.timestamp,
                                     "size": size, "event": obj}
-        if event.kind == "end":
-            rec.ended, rec.outcome = True, event.outcome
         held_bytes = sum(h["size"] for h in rec.held.values())
         if len(rec.held) > self.settings.reorder_window or held_bytes > self.settings.max_held_bytes:
             self._events_missing(rec, out, source.offset, event.ts, source.timestamp,
@@ -508,9 +509,13 @@ class StreamProcessor:
     def _events_missing(self, rec: RunRecord, out: Output, trigger: int | None, verdict_ts: float,
                         pub: float | None, why: str) -> None:
         """Fail the run: an event it needs never came."""
+        if any(h["event"].get("kind") == "end" for h in rec.held.values()):
+            rec.ended = True  # its end came early: nothing more will come
         rec.complete = False
         rec.held = {}
         if rec.final:
+            if rec.ended:
+                self._finish(rec, out, pub)
             return
         matcher = self._matcher(rec)
         if matcher.status is None:

@@ -1,0 +1,242 @@
+"""The worker's logic without a broker: StreamProcessor on the example runs."""
+from __future__ import annotations
+
+import base64
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+
+from stream.registry import ModelRegistry
+from stream.worker import DictStore, Output, Source, StreamProcessor, WorkerSettings, dlq_reason
+from streamkit import (REPO, as_records, bad_records, batch_verdicts, example_events, finals,
+                       interleave, model, png, renamed)
+
+
+def processor(store=None, **settings) -> StreamProcessor:
+    registry = ModelRegistry()
+    registry.add(model())
+    return StreamProcessor(registry, DictStore() if store is None else store,
+                           WorkerSettings(**settings))
+
+
+def same_as_batch(final: dict[str, list[dict]], rename=lambda rid: rid) -> None:
+    batch = batch_verdicts()
+    assert set(final) == {rename(rid) for rid in batch}
+    for rid, expected in batch.items():
+        records = final[rename(rid)]
+        assert len(records) == 1, records
+        got = records[0]
+        assert (got["verdict"], got["reason"], got["cause"]) == \
+            (expected["verdict"], expected["reason"], expected["cause"]), rid
+        assert got["missing"] == expected["missing"] and got["coverage"] == expected["coverage"]
+
+
+def test_interleaved_runs_get_the_batch_validators_verdicts():
+    p = processor()
+    out = p.process_batch(as_records(interleave([list(r) for r in example_events()])))
+    same_as_batch(finals(out.verdicts))
+    assert not out.dlq
+    assert all(r["model_version"] == model().version for _, r in out.verdicts)
+
+
+def test_a_verdict_only_when_the_status_changes():
+    p = processor()
+    out = p.process_batch(as_records(interleave([list(r) for r in example_events()])))
+    for run_id in batch_verdicts():
+        keys = [(r["status"], r["final"]) for rid, r in out.verdicts if rid == run_id]
+        assert keys[0] == ("running", False)
+        assert all(a != b for a, b in zip(keys, keys[1:])), keys
+        assert keys[-1][1] is True
+    passed = [r for _, r in out.verdicts if r["status"] == "passed" and not r["final"]]
+    assert passed and all(r["detected_at_seq"] is not None for r in passed)
+    # deterministic: verdict_ts is the triggering event's ts
+    assert all(r["verdict_ts"] == r["event_ts"] for _, r in out.verdicts)
+
+
+def shuffled_within(events: list[dict], window: int, rng: random.Random) -> list[dict]:
+    """Each run's events reordered within blocks of `window`, some sent twice."""
+    out = []
+    for start in range(0, len(events), window):
+        block = events[start:start + window]
+        rng.shuffle(block)
+        out += block + [e for e in block if rng.random() < 0.3]
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_duplicates_and_reordering_within_the_window_give_the_in_order_verdicts(seed):
+    rng = random.Random(seed)
+    runs = [shuffled_within(list(r), 6, rng) for r in example_events()]
+    p = processor(reorder_window=8)
+    out = p.process_batch(as_records(interleave(runs)))
+    same_as_batch(finals(out.verdicts))
+    in_order = processor().process_batch(as_records(interleave([list(r) for r in example_events()])))
+    statuses = lambda o: sorted((rid, r["status"], r["final"], r["reason"]) for rid, r in o.verdicts)
+    assert statuses(out) == statuses(in_order)
+
+
+def test_a_gap_longer_than_the_window_fails_the_run_with_events_missing():
+    events = list(example_events()[0])
+    p = processor(reorder_window=3)
+    out = p.process_batch(as_records(events[:2] + events[3:8]))
+    [final] = finals(out.verdicts)[events[0]["run_id"]]
+    assert final["status"] == "failed" and final["verdict"] == "fail"
+    assert final["reason"].startswith("events missing: seq 2 did not come before 4 later events")
+    assert final["detected_at_seq"] == 1
+    # the late event and the rest change nothing
+    more = p.process_batch(as_records(events[2:3] + events[8:], start_offset=100))
+    assert not more.verdicts
+
+
+def test_a_missing_event_not_come_within_the_timeout_fails_the_run():
+    events = list(example_events()[0])
+    clock = [1000.0]
+    p = processor(reorder_timeout=5.0)
+    p.clock = lambda: clock[0]
+    p.process_batch(as_records(events[:4] + events[5:7], pub=1000.0))
+    assert not p.tick(1004.0).verdicts
+    out = p.tick(1006.0)
+    [(run_id, record)] = out.verdicts
+    assert record["final"] and record["reason"] == "events missing: seq 4 did not come within 5 s"
+    assert p.cache[run_id].outbox == [record]
+    assert p.tick(1007.0).verdicts == []
+
+
+def test_bad_records_go_to_the_dlq_with_their_reason_and_processing_goes_on(tmp_path):
+    (tmp_path / "outside.png").write_bytes(png(4, 4))
+    images = tmp_path / "images"
+    images.mkdir()
+    bad = bad_records(images)
+    good = list(example_events()[0])
+    values = [(k.encode(), v) for k, v, _ in bad]
+    records = [(k, v, Source(0, i, 1.0)) for i, (k, v) in enumerate(values)]
+    records += as_records(good, start_offset=len(records))
+    p = processor(images_dir=images)
+    out = p.process_batch(records)
+    assert [r["reason"] for _, r in out.dlq] == [reason for _, _, reason in bad]
+    for (_, record), (key, value, _) in zip(out.dlq, bad):
+        assert record["offset"] >= 0 and record["error"]
+        assert record.get("value", "").encode() == value or \
+            base64.b64decode(record["value_base64"]) == value
+    assert "pixels, over the limit" in out.dlq[5][1]["error"]
+    assert "leaves the trace directory" in out.dlq[8][1]["error"]
+    # a screenshot by reference inside the directory is fine, and the good run is judged
+    ok = {"v": 1, "run_id": "ref", "task": model().task, "seq": 0, "ts": 1.0, "kind": "state",
+          "observation": {"screenshot": "ok.png"}}
+    more = p.process_batch(as_records([ok], start_offset=1000))
+    assert not more.dlq and more.verdicts
+    assert finals(out.verdicts)[good[0]["run_id"]][0]["verdict"] == \
+        batch_verdicts()[good[0]["run_id"]]["verdict"]
+    text = generate_latest(p.metrics.registry).decode()
+    assert 'trustlayer_dlq_records_total{reason="malformed_json"} 2.0' in text
+    assert 'trustlayer_dlq_records_total{reason="path_outside_dir"} 2.0' in text
+
+
+def test_dlq_reason_of_every_core_message():
+    assert dlq_reason("x: screenshot data URI is a decompression bomb") == "image_too_large"
+    assert dlq_reason("x: screenshot data URI is not a PNG, JPEG or WebP image") == "bad_image"
+    assert dlq_reason("x: screenshot path 'a' given but no image directory is allowed here") \
+        == "path_outside_dir"
+
+
+def test_records_processed_again_after_a_crash_send_the_same_verdicts_again():
+    """At-least-once: the store has the first half, the source offsets were not committed,
+    so a new processor gets every record again."""
+    records = as_records(interleave([list(r) for r in example_events()]))
+    store = DictStore()
+    first = processor(store)
+    half = len(records) // 2
+    sent_before = first.process_batch(records[:half]).verdicts
+    # crash: a new processor, the same store, every record again
+    again = processor(store)
+    sent_after = again.process_batch(records).verdicts
+    before = {json.dumps(r, sort_keys=True) for _, r in sent_before}
+    after = {json.dumps(r, sort_keys=True) for _, r in sent_after}
+    assert before <= after  # what was sent before is sent again, unchanged
+    every = finals(sent_before + sent_after)
+    assert all(len({json.dumps(r, sort_keys=True) for r in rs}) == 1 for rs in every.values())
+    same_as_batch({rid: rs[:1] for rid, rs in every.items()})
+    # and once more: nothing new, the same records
+    third = processor(store).process_batch(records).verdicts
+    assert {json.dumps(r, sort_keys=True) for _, r in third} <= after
+
+
+def test_a_deadline_fails_a_silent_run_and_its_verdict_waits_in_the_outbox():
+    events = list(example_events()[0])
+    run_id = events[0]["run_id"]
+    clock = [5000.0]
+    store = DictStore()
+    p = processor(store)
+    p.clock = lambda: clock[0]
+    p.process_batch(as_records(events[:3], pub=5000.0))
+    assert not p.tick(5001.0).verdicts
+    reach = max(v["max"] for v in model().timing["time_to_reach"].values())
+    later = 5000.0 + model().settings.deadline_factor * reach + 60
+    assert not p.tick(later, caught_up=lambda partition: False).verdicts  # behind: no verdict
+    out = p.tick(later)
+    [(rid, record)] = out.verdicts
+    assert rid == run_id and record["status"] == "failed" and record["final"]
+    assert re.search(r"(not reached within|lasted) \d+ s", record["reason"])
+    assert record["cause"] == "product_bug"
+    p.flush()
+    # a restarted worker sends the outbox again until it is confirmed
+    restarted = processor(store)
+    assert restarted.assign({0}, store.items()).verdicts == [(run_id, record)]
+    p.confirm(run_id, [record])
+    p.flush()
+    assert processor(store).assign({0}, store.items()).verdicts == []
+    # the rest of the run changes nothing
+    assert not p.process_batch(as_records(events[3:], start_offset=3)).verdicts
+
+
+def test_runs_finish_on_the_version_they_started_with():
+    registry = ModelRegistry()
+    registry.add(model())
+    p = StreamProcessor(registry, DictStore(), WorkerSettings())
+    first, second = list(example_events()[0]), renamed(example_events()[0], "later-run")
+    p.process_batch(as_records(first[:5]))
+    new = registry.derive(model(), "loaded")
+    registry.add(new)
+    out = p.process_batch(as_records(first[5:] + second, start_offset=5))
+    versions = {rid: {r["model_version"] for r in rs} for rid, rs in finals(out.verdicts).items()}
+    assert versions == {first[0]["run_id"]: {model().version}, "later-run": {new.version}}
+
+
+def test_successful_runs_go_to_refinement_unless_it_is_off():
+    records = as_records(interleave([list(r) for r in example_events()]))
+    out = processor().process_batch(records)
+    outcomes = {run[-1]["run_id"]: run[-1]["outcome"] for run in example_events()}
+    assert set(outcomes.values()) == {"success", "failure"}
+    finished = {payload["run_id"]: payload for _, payload in out.finished}
+    assert set(finished) == {rid for rid, outcome in outcomes.items() if outcome == "success"}
+    lengths = {run[0]["run_id"]: len(run) for run in example_events()}
+    assert all(len(p["offsets"]) == lengths[rid] for rid, p in finished.items())
+    assert not processor(refine=False).process_batch(records).finished
+
+
+def test_the_exported_metric_names_are_those_of_the_alert_rules_and_dashboard():
+    p = processor()
+    p.process_batch(as_records(interleave([list(r) for r in example_events()])))
+    p.tick()
+    text = generate_latest(p.metrics.registry).decode()
+    exported = set(re.findall(r"^(trustlayer_[a-z_]+?)(?:_bucket|_sum|_count|_created)?[{ ]",
+                              text, re.M))
+    rules = (REPO / "deploy" / "prometheus" / "alerts.yml").read_text()
+    panels = (REPO / "deploy" / "grafana" / "trustlayer-dashboard.json").read_text()
+    # metric names, not recording rules (``task:trustlayer_...:increase10m``)
+    used = {re.sub(r"_bucket$", "", name) for name in
+            re.findall(r"(?<![:\w])trustlayer_[a-z_]+(?![:\w])", rules + panels)}
+    assert {"trustlayer_runs_total", "trustlayer_failures_total", "trustlayer_open_runs",
+            "trustlayer_failure_causes_total", "trustlayer_dlq_records_total",
+            "trustlayer_events_total", "trustlayer_verdict_latency_seconds"} <= used
+    assert used <= exported, used - exported
+    task = model().task
+    assert f'trustlayer_runs_total{{status="failed",task="{task}"}} 4.0' in text
+    assert f'trustlayer_model_version{{task="{task}"}} {float(model().version)}' in text
+    for cause in ("product_bug", "agent_error"):
+        assert f'trustlayer_failure_causes_total{{cause="{cause}",task="{task}"}} 2.0' in text
+    assert f'trustlayer_open_runs{{task="{task}"}} 0.0' in text

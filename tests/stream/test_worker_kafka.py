@@ -1,0 +1,235 @@
+"""The streaming worker against the real Kafka 4.4 broker (fixture `kafka`): the demo equals
+the batch validator; kill -9 and restart; two workers share runs and one leaves; bad events
+go to the DLQ; hot swap, refinement, rollback and history through the models topic."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+
+from stream.broker import free_port
+from stream.cli import topic_names
+from stream.topics import ensure_topics
+from streamkit import (EXAMPLES, TEST, TRAIN, Worker, bad_records, batch_verdicts, example_events,
+                       final_by_run, interleave, model, produce, publish_events, read_topic,
+                       renamed, unique)
+
+TIMER_REASONS = ("not reached within", "lasted", "events missing")
+
+
+def trustlayer(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "trustlayer.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def setup(kafka, tmp_path):
+    prefix = unique("t")
+    topics = topic_names(prefix)
+    ensure_topics(kafka.bootstrap, topics)
+    models = tmp_path / "models"
+    models.mkdir(exist_ok=True)
+    model().save(models / f"{model().task}.json")
+    return prefix, topics, models
+
+
+def copies(n: int, prefix: str) -> list[list[dict]]:
+    """`n` copies of every example test run, with new run ids."""
+    return [renamed(run, f"{prefix}-{k}-{run[0]['run_id']}")
+            for k in range(n) for run in example_events()]
+
+
+def halves(runs: list[list[dict]]) -> tuple[list[dict], list[dict]]:
+    first = interleave([run[:len(run) // 2] for run in runs])
+    second = interleave([run[len(run) // 2:] for run in runs])
+    return first, second
+
+
+def check_finals(values: list[dict], runs: list[list[dict]]) -> None:
+    """Every run has one final verdict (re-sent ones identical); those not made by the timer
+    equal the batch validator's."""
+    distinct = final_by_run(values)
+    wanted = {run[0]["run_id"] for run in runs}
+    assert set(distinct) == wanted, wanted - set(distinct)
+    for run_id, records in distinct.items():
+        assert len(records) == 1, f"{run_id}: {len(records)} different final verdicts:\n" + \
+            "\n".join(records)
+        record = json.loads(next(iter(records)))
+        original = next(r[0]["run_id"] for r in example_events() if run_id.endswith(r[0]["run_id"]))
+        if not any(why in (record["reason"] or "") for why in TIMER_REASONS):
+            expected = batch_verdicts()[original]
+            assert (record["verdict"], record["reason"], record["cause"]) == \
+                (expected["verdict"], expected["reason"], expected["cause"]), run_id
+
+
+def all_final(runs):
+    wanted = {run[0]["run_id"] for run in runs}
+    return lambda values: wanted <= {v["run_id"] for v in values if v.get("final")}
+
+
+def all_seen(runs):
+    wanted = {run[0]["run_id"] for run in runs}
+    return lambda values: wanted <= {v["run_id"] for v in values}
+
+
+def test_demo_once_gives_the_batch_validators_verdicts(tmp_path):
+    """`trustlayer demo --once --format json` (its own embedded Kafka) = `trustlayer validate
+    --format json`, run for run."""
+    started = time.monotonic()
+    demo = trustlayer("demo", str(EXAMPLES), "--once", "--format", "json", timeout=180)
+    took = time.monotonic() - started
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    assert trustlayer("learn", str(TRAIN), "-o", str(tmp_path / "m.json")).returncode == 0
+    validate = trustlayer("validate", str(tmp_path / "m.json"), str(TEST), "--format", "json")
+    batch = {r["run_id"]: r for r in map(json.loads, validate.stdout.splitlines())}
+    streamed = {r["run_id"]: r for r in map(json.loads, demo.stdout.splitlines())}
+    assert len(demo.stdout.splitlines()) == len(streamed) == len(batch) == 6
+    for run_id, expected in batch.items():
+        got = streamed[run_id]
+        assert {k: got[k] for k in expected} == expected, run_id
+        assert got["status"] in ("passed", "failed") and got["model_version"] == 1
+        assert got["detected_at_seq"] is not None
+    assert took < 120, took
+
+
+def test_a_killed_worker_restarts_and_every_run_gets_one_final_verdict(kafka, tmp_path):
+    prefix, topics, models = setup(kafka, tmp_path)
+    runs = copies(5, prefix)
+    first, second = halves(runs)
+    app_id = unique("kill")
+    worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w1.log")
+    try:
+        worker.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, first)
+        read_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), timeout=60)
+        publish_events(kafka.bootstrap, topics.events, second)
+        time.sleep(0.3)
+        worker.kill()  # kill -9 in the middle of the second halves
+        before = read_topic(kafka.bootstrap, topics.verdicts, lambda v: False, timeout=1)
+        open_before = len({v["run_id"] for v in before} - {v["run_id"] for v in before if v["final"]})
+        assert open_before > 0, "the worker finished everything before it was killed"
+        worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w2.log")
+        ready = worker.wait_ready(timeout=90)
+        values = read_topic(kafka.bootstrap, topics.verdicts, all_final(runs), timeout=90)
+    finally:
+        worker.stop()
+    assert int(ready.rsplit("open runs ", 1)[1]) > 0, ready  # it resumed open runs
+    check_finals(values, runs)
+
+
+def test_two_workers_share_the_runs_and_one_leaves(kafka, tmp_path):
+    prefix, topics, models = setup(kafka, tmp_path)
+    runs = copies(5, prefix)
+    first, second = halves(runs)
+    app_id = unique("pair")
+    one = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w1.log")
+    two = None
+    try:
+        one.wait_ready()
+        two = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w2.log")
+        line_two = two.wait_ready()
+        line_one = one.wait_ready(count=2)  # the rebalance after the second one joined
+        parts = [set(json.loads(line.split("partitions ")[1].split(" open")[0]))
+                 for line in (line_one, line_two)]
+        assert parts[0] and parts[1] and not parts[0] & parts[1], parts
+        assert parts[0] | parts[1] == {0, 1, 2, 3}
+        publish_events(kafka.bootstrap, topics.events, first)
+        read_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), timeout=60)
+        publish_events(kafka.bootstrap, topics.events, second)
+        time.sleep(0.3)
+        one.stop()  # leaves the group; the other takes its partitions over
+        line = two.wait_ready(count=2, timeout=60)
+        assert "[0, 1, 2, 3]" in line
+        values = read_topic(kafka.bootstrap, topics.verdicts, all_final(runs), timeout=90)
+    finally:
+        one.stop()
+        if two is not None:
+            two.stop()
+    check_finals(values, runs)
+
+
+def test_bad_events_land_in_the_dlq_with_their_reason_and_the_worker_goes_on(kafka, tmp_path):
+    prefix, topics, models = setup(kafka, tmp_path)
+    images = tmp_path / "images"
+    images.mkdir()
+    (tmp_path / "outside.png").write_bytes(b"not even an image")
+    bad = bad_records(images)
+    good = renamed(example_events()[0], f"{prefix}-good")
+    worker = Worker(kafka.bootstrap, prefix, unique("dlq"), models, tmp_path / "w.log",
+                    "--images", str(images))
+    try:
+        worker.wait_ready()
+        produce(kafka.bootstrap, topics.events, [(k.encode(), v) for k, v, _ in bad])
+        publish_events(kafka.bootstrap, topics.events, good)
+        dead = read_topic(kafka.bootstrap, topics.dlq, lambda v: len(v) >= len(bad), timeout=60)
+        verdicts = read_topic(kafka.bootstrap, topics.verdicts, all_final([good]), timeout=60)
+    finally:
+        worker.stop()
+    assert sorted(d["reason"] for d in dead) == sorted(reason for _, _, reason in bad)
+    by_value = {d.get("value"): d for d in dead}
+    for key, value, reason in bad:
+        if value.startswith(b"\xff"):
+            continue
+        record = by_value[value.decode()]
+        assert record["reason"] == reason and record["key"] == key and record["error"]
+    [final] = [v for v in verdicts if v["final"]]
+    assert final["verdict"] == batch_verdicts()[example_events()[0][0]["run_id"]]["verdict"]
+
+
+def test_hot_swap_refinement_rollback_and_history(kafka, tmp_path):
+    """A success refines the model (v2 on the models topic); a run under way finishes on
+    v1, a run started after v2 is judged by v2; rollback publishes v1's body as v3; the
+    history lists them; /metrics exports the worker's series."""
+    prefix, topics, models = setup(kafka, tmp_path)
+    task = model().task
+    by_outcome = {run[-1]["outcome"]: run for run in example_events()}
+    under_way = renamed(by_outcome["failure"], f"{prefix}-under-way")
+    success = renamed(by_outcome["success"], f"{prefix}-success")
+    later = renamed(by_outcome["failure"], f"{prefix}-later")
+    port = free_port()
+    worker = Worker(kafka.bootstrap, prefix, unique("swap"), models, tmp_path / "w.log",
+                    "--train", str(TRAIN), "--metrics-port", str(port))
+    decode = lambda value: json.loads(value)
+    try:
+        worker.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, under_way[:5])
+        read_topic(kafka.bootstrap, topics.verdicts, all_seen([under_way]), timeout=30)
+        publish_events(kafka.bootstrap, topics.events, success)
+        versions = read_topic(kafka.bootstrap, topics.models,
+                              lambda v: any(m["version"] == 2 for m in v), timeout=60,
+                              decode=decode)
+        time.sleep(1.0)  # the worker follows the models topic
+        publish_events(kafka.bootstrap, topics.events, under_way[5:] + later)
+        values = read_topic(kafka.bootstrap, topics.verdicts, all_final([under_way, later, success]),
+                            timeout=60)
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    finally:
+        worker.stop()
+    refined = next(m for m in versions if m["version"] == 2)
+    assert refined["history"][-1]["action"] == "refined"
+    assert refined["history"][-1]["runs"] == [success[0]["run_id"]]
+    final = {v["run_id"]: v for v in values if v["final"]}
+    assert final[under_way[0]["run_id"]]["model_version"] == 1
+    assert final[later[0]["run_id"]]["model_version"] == 2
+    assert final[success[0]["run_id"]]["model_version"] == 1
+    for name in ("trustlayer_events_total", "trustlayer_runs_total", "trustlayer_failures_total",
+                 "trustlayer_failure_causes_total", "trustlayer_unknown_states_total",
+                 "trustlayer_verdict_latency_seconds_bucket", "trustlayer_open_runs",
+                 "trustlayer_model_version", "trustlayer_dlq_records_total"):
+        assert f"\n{name}{{" in metrics, name
+    assert f'trustlayer_model_version{{task="{task}"}} 2.0' in metrics
+
+    common = ["--broker", kafka.bootstrap, "--topics", prefix]
+    rollback = trustlayer("models", "rollback", task, "1", *common, timeout=60)
+    assert rollback.returncode == 0, rollback.stderr
+    assert "version 3 = version 1" in rollback.stdout
+    history = trustlayer("models", "history", task, *common, "--format", "json", timeout=60)
+    entries = [json.loads(line) for line in history.stdout.splitlines()]
+    assert [(e["version"], e["action"]) for e in entries] == \
+        [(1, "loaded"), (2, "refined"), (3, "rollback")]
+    assert entries[2]["rolled_back_to"] == 1
+    text = trustlayer("models", "history", task, *common, timeout=60).stdout
+    assert "v3  rollback" in text and "(body of v1)" in text
+    missing = trustlayer("models", "rollback", task, "9", *common, timeout=60)
+    assert missing.returncode == 2 and "no version 9" in missing.stderr

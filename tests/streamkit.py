@@ -1,0 +1,237 @@
+"""Helpers shared by the streaming tests: the example runs as Kafka-style records, the
+batch validator's verdicts, a worker subprocess, and reading a topic."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Iterable
+
+from PIL import Image
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples" / "jupyter"
+TRAIN, TEST = EXAMPLES / "train", EXAMPLES / "test"
+
+from trustlayer.cli import verdict_record  # noqa: E402
+from trustlayer.learn import learn  # noqa: E402
+from trustlayer.matcher import judge_run  # noqa: E402
+from trustlayer.traces import Run, read_runs  # noqa: E402
+
+from stream.replay import read_events  # noqa: E402
+from stream.worker import Source  # noqa: E402
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@lru_cache(maxsize=None)
+def train_runs() -> tuple[Run, ...]:
+    return tuple(read_runs([TRAIN]))
+
+
+@lru_cache(maxsize=None)
+def model():
+    """The model of examples/jupyter/train (learned once per session; do not mutate)."""
+    return learn(list(train_runs()))
+
+
+@lru_cache(maxsize=None)
+def example_events() -> tuple[tuple[dict, ...], ...]:
+    """The events of examples/jupyter/test, screenshots inlined, one tuple per run."""
+    return tuple(tuple(run) for run in read_events([TEST]))
+
+
+@lru_cache(maxsize=None)
+def batch_verdicts() -> dict[str, dict]:
+    """`trustlayer validate --format json` records of the test runs, by run id."""
+    return {run.run_id: verdict_record(judge_run(model(), run)) for run in read_runs([TEST])}
+
+
+def renamed(events: Iterable[dict], run_id: str) -> list[dict]:
+    return [{**event, "run_id": run_id} for event in events]
+
+
+def interleave(runs: list[list[dict]]) -> list[dict]:
+    """Round-robin over the runs, each in its own order."""
+    out, queues = [], [list(r) for r in runs]
+    while any(queues):
+        for queue in queues:
+            if queue:
+                out.append(queue.pop(0))
+    return out
+
+
+def as_records(events: Iterable[dict], start_offset: int = 0, partition: int = 0,
+               pub: float | None = None) -> list[tuple[bytes, bytes, Source]]:
+    """(key, value, source) records with consecutive offsets."""
+    now = time.time() if pub is None else pub
+    return [(e["run_id"].encode(), json.dumps(e).encode(), Source(partition, start_offset + i, now))
+            for i, e in enumerate(events)]
+
+
+def finals(verdicts: Iterable[tuple[str, dict]]) -> dict[str, list[dict]]:
+    """Final verdict records by run id (every one sent, duplicates included)."""
+    by_run: dict[str, list[dict]] = {}
+    for run_id, record in verdicts:
+        if record["final"]:
+            by_run.setdefault(run_id, []).append(record)
+    return by_run
+
+
+def drop_state(run: Run, state_id: str, new_id: str) -> Run:
+    """`run` without the states that make milestone `state_id` of model(), as a new run."""
+    drop = {seq for rid, seq in model().states[state_id].members if rid == run.run_id}
+    kept = [e for e in run.events if e.seq not in drop]
+    events = [replace(e, seq=i, run_id=new_id, raw={**e.raw, "seq": i, "run_id": new_id})
+              for i, e in enumerate(kept)]
+    return Run(new_id, run.task, events)
+
+
+def relabel(run: Run, new_id: str) -> Run:
+    events = [replace(e, run_id=new_id, raw={**e.raw, "run_id": new_id}) for e in run.events]
+    return Run(new_id, run.task, events)
+
+
+def png(width: int, height: int) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("1", (width, height)).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def data_uri(data: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(data).decode()
+
+
+def bad_records(images: Path) -> list[tuple[str, bytes, str]]:
+    """(key, value, expected reason) of one bad record of each kind."""
+    (images / "ok.png").write_bytes(png(4, 4))
+    state = {"v": 1, "run_id": "bad", "task": model().task, "seq": 0, "ts": 1.0, "kind": "state",
+             "observation": {"text": "hello"}}
+
+    def shot(ref: str) -> bytes:
+        return json.dumps({**state, "observation": {"screenshot": ref}}).encode()
+
+    return [
+        ("bad", b'{"v": 1, "run_id": "bad", "seq": ', "malformed_json"),
+        ("bad", b"\xff\xfe not utf-8", "malformed_json"),
+        ("bad", json.dumps({k: v for k, v in state.items() if k != "seq"}).encode(), "wrong_schema"),
+        ("bad", json.dumps({**state, "kind": "teleport"}).encode(), "wrong_schema"),
+        ("bad", json.dumps([1, 2]).encode(), "wrong_schema"),
+        ("bad", shot(data_uri(png(7000, 6000))), "image_too_large"),
+        ("bad", shot(data_uri(b"\x89PNG\r\n\x1a\n garbage")), "bad_image"),
+        ("bad", shot("data:image/png;base64,@@@"), "bad_image"),
+        ("bad", shot("../outside.png"), "path_outside_dir"),
+        ("bad", shot("/etc/passwd"), "path_outside_dir"),
+        ("bad", shot("missing.png"), "image_not_found"),
+        ("other", json.dumps(state).encode(), "wrong_key"),
+        ("bad", json.dumps({**state, "task": "no-such-task"}).encode(), "no_model"),
+    ]
+
+
+# -- Kafka ---------------------------------------------------------------------------------
+class Worker:
+    """``trustlayer worker`` in a subprocess, its stdout ("ready" lines) collected."""
+
+    def __init__(self, bootstrap: str, prefix: str, app_id: str, models: Path, log: Path,
+                 *extra: str):
+        from stream.demo import WorkerProcess
+
+        self.argv = ["--broker", bootstrap, "--topics", prefix, "--app-id", app_id,
+                     "--models", str(models), "--metrics-port", "0", "--session-timeout", "3",
+                     *extra]
+        self.log = log
+        self.process = WorkerProcess(self.argv, log)
+
+    @property
+    def pid(self) -> int:
+        return self.process.proc.pid
+
+    def ready_lines(self) -> list[str]:
+        return [line for line in self.process.lines if "trustlayer worker ready" in line]
+
+    def wait_ready(self, count: int = 1, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.proc.poll() is not None:
+                raise AssertionError(f"worker exited {self.process.proc.returncode}:\n"
+                                     f"{self.log.read_text(errors='replace')[-4000:]}")
+            lines = self.ready_lines()
+            if len(lines) >= count:
+                return lines[count - 1]
+            time.sleep(0.1)
+        raise AssertionError(f"worker not ready ({count}) in {timeout} s:\n"
+                             f"{self.log.read_text(errors='replace')[-4000:]}")
+
+    def kill(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+        self.process.proc.wait()
+        self.process.log.close()
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+def read_topic(bootstrap: str, topic: str, until: Callable[[list], bool], timeout: float = 60,
+               decode: Callable = json.loads) -> list:
+    """Values of `topic` from its start until `until(values)` or `timeout` seconds."""
+    from aiokafka import AIOKafkaConsumer
+
+    async def run() -> list:
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
+                                    auto_offset_reset="earliest", enable_auto_commit=False,
+                                    max_partition_fetch_bytes=16 * 2 ** 20)
+        await consumer.start()
+        values: list = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            while loop.time() < deadline and not until(values):
+                batches = await consumer.getmany(timeout_ms=200)
+                for records in batches.values():
+                    values += [decode(r.value) for r in records]
+        finally:
+            await consumer.stop()
+        return values
+
+    return asyncio.run(run())
+
+
+def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes]]) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    async def run() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
+                                    max_request_size=12 * 2 ** 20, linger_ms=2)
+        await producer.start()
+        try:
+            futures = [await producer.send(topic, key=k, value=v) for k, v in records]
+            await asyncio.gather(*futures)
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
+
+
+def publish_events(bootstrap: str, topic: str, events: Iterable[dict]) -> None:
+    produce(bootstrap, topic, [(e["run_id"].encode(), json.dumps(e).encode()) for e in events])
+
+
+def final_by_run(values: list[dict]) -> dict[str, set[str]]:
+    """Distinct final verdicts per run (as canonical JSON)."""
+    out: dict[str, set[str]] = {}
+    for record in values:
+        if record.get("final"):
+            out.setdefault(record["run_id"], set()).add(json.dumps(record, sort_keys=True))
+    return out
