@@ -1,4 +1,4 @@
-"""The `trustlayer` command line: learn, validate, eval, show.
+"""The `trustlayer` command line: learn models from successful runs, judge runs, report.
 
 Exit codes: 0 all runs pass, 1 some run fails, 2 bad input (with the file and line).
 Other packages add commands through the ``trustlayer.commands`` entry-point group: each
