@@ -129,6 +129,15 @@ logger.request.level = WARN
 """
 
 
+def _die_with_parent() -> None:
+    """In the broker's child process before exec: on Linux, ask the kernel to stop the
+    broker when the process that started it dies, even by SIGKILL (no orphaned brokers).
+    The kernel ties this to the starting thread: start brokers from a long-lived thread."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 class EmbeddedKafka:
     """A one-node KRaft Kafka (combined broker+controller) on free 127.0.0.1 ports.
 
@@ -320,6 +329,7 @@ class EmbeddedKafka:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # Ctrl+C in a terminal reaches us, and we stop it
+                preexec_fn=_die_with_parent,
             )
         finally:
             out.close()
