@@ -211,6 +211,10 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
     training = app.Table("training", partitions=cfg.partitions, schema=schema,
                          extra_topic_configs=big)
     rt = Runtime(cfg, table, training)
+    # read before anything starts, so that a bad file stops the command with its message
+    model_files = rt.registry.load_dir(cfg.models_dir) if cfg.models_dir is not None else []
+    if cfg.train_dirs:
+        log.info("%d training runs for refinement", seed_runs(rt.registry, cfg.train_dirs))
 
     def send(out: Output) -> list[asyncio.Future]:
         futures = []
@@ -286,14 +290,10 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
             await consumer.stop()
 
     async def adopt_model_files() -> None:
-        if cfg.models_dir is not None:
-            for model in rt.registry.load_dir(cfg.models_dir):
-                adopted = rt.registry.adopt(model)
-                if adopted is not None:
-                    await publish_model(adopted)
-        if cfg.train_dirs:
-            count = seed_runs(rt.registry, cfg.train_dirs)
-            log.info("%d training runs for refinement", count)
+        for model in model_files:
+            adopted = rt.registry.adopt(model)
+            if adopted is not None:
+                await publish_model(adopted)
         if not rt.registry.tasks():
             log.warning("no model yet: events of every task go to the DLQ until one is "
                         "published to %s", names.models)

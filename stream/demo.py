@@ -102,12 +102,20 @@ class LiveTable:
         self.out, self.redraw = out, redraw
         self.started = time.monotonic()
         self.drawn = 0.0
+        self.notes: list[str] = []
 
     def update(self, record: dict) -> None:
         self.runs[record["run_id"]] = record
+        self._show(verdict_line(record))
+
+    def note(self, text: str) -> None:
+        """A line under the table (a new model version)."""
+        self.notes = (self.notes + [text])[-5:]
+        self._show(text)
+
+    def _show(self, line: str) -> None:
         if not self.redraw:
-            print(f"{time.monotonic() - self.started:6.1f}s  {verdict_line(record)}",
-                  file=self.out, flush=True)
+            print(f"{time.monotonic() - self.started:6.1f}s  {line}", file=self.out, flush=True)
         elif time.monotonic() - self.drawn > 0.1 or self.done():
             self.draw()
 
@@ -129,6 +137,7 @@ class LiveTable:
             reason = (f"{rec['cause']}: " if rec.get("cause") else "") + (rec.get("reason") or "")
             lines.append(f"{run_id:<{width}}{status:<10}v{rec['model_version']:<6}"
                          f"{rec['coverage']:>6.0%}  {seq!s:>4}  {reason[:90]}")
+        lines += [""] + self.notes
         print("\n".join(lines), file=self.out, flush=True)
 
 
@@ -153,16 +162,28 @@ async def _watch(bootstrap: str, topics, plan, run_ids: list[str], args: argpars
             if len(final) == len(run_ids):
                 return
 
+    async def models() -> None:
+        async for model in follow(bootstrap, topics.models):
+            entry = (model.get("history") or [{}])[-1]
+            if table is not None and entry.get("action") == "refined":
+                changes = [f"+'{n}'" for n in entry.get("added", [])] + \
+                    [f"-'{n}'" for n in entry.get("dropped", [])]
+                table.note(f"model {model['task']} v{model['version']}: refined with "
+                           f"{', '.join(entry.get('runs', []))}; milestones "
+                           f"{' '.join(changes) or 'unchanged'}")
+
     replay = asyncio.create_task(publish(bootstrap, topics.events, plan))
+    watcher = asyncio.create_task(models())
     try:
         await asyncio.wait_for(collect(), timeout)
     except asyncio.TimeoutError:
         pass
     finally:
-        if not replay.done():
-            replay.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await replay
+        for task in (replay, watcher):
+            if not task.done():
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
     return set(run_ids) - set(final)
 
 
@@ -179,6 +200,7 @@ def run_demo(args: argparse.Namespace) -> int:
         else (lambda text: print(text, flush=True))
     work = Path(tempfile.mkdtemp(prefix="trustlayer-demo-"))
     broker = worker = None
+    keep = False  # the worker's log stays when something went wrong
     t0 = time.monotonic()
     try:
         if args.broker:
@@ -205,6 +227,7 @@ def run_demo(args: argparse.Namespace) -> int:
         worker_args += ["--no-refine", "--no-deadlines"] if args.once else ["--train", str(train)]
         worker = WorkerProcess(worker_args, work / "worker.log")
         if not worker.wait_ready(90):
+            keep = True
             print(f"trustlayer demo: the worker did not start:\n"
                   f"{(work / 'worker.log').read_text(errors='replace')[-3000:]}", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -216,6 +239,7 @@ def run_demo(args: argparse.Namespace) -> int:
         left = asyncio.run(_watch(bootstrap, topics, plan, run_ids, args,
                                   max(1.0, args.timeout - (time.monotonic() - t0))))
         if left:
+            keep = True
             print(f"trustlayer demo: no final verdict for {', '.join(sorted(left))} within "
                   f"{args.timeout:.0f} s; worker log: {work / 'worker.log'}", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -226,4 +250,5 @@ def run_demo(args: argparse.Namespace) -> int:
             worker.stop()
         if broker is not None:
             broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)

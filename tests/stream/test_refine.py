@@ -116,3 +116,17 @@ def test_refinement_needs_the_training_runs():
     registry.add(model())
     result = Refiner(registry).learn_one(relabel(train_runs()[0], "x"))
     assert result.model is None and "--train" in result.reason
+
+
+def test_the_stream_modules_doctests():
+    import doctest
+
+    import stream.cli
+    import stream.refine
+    import stream.registry
+    import stream.replay
+    import stream.worker
+
+    for module in (stream.cli, stream.refine, stream.registry, stream.replay, stream.worker):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, module.__name__
