@@ -287,8 +287,6 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
         if workers > 1:
             time.sleep(2.0)  # the group settles
         asyncio.run(go())
-        if os.environ.get("BENCH_DEBUG"):
-            print(urllib.request.urlopen(f"http://127.0.0.1:{os.environ['BENCH_DEBUG']}/metrics").read().decode())
     finally:
         for proc in procs:
             stop(proc)

@@ -363,8 +363,12 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
             run = _run_of(raw_events, cfg.settings.images_dir)
             if run is None:
                 continue
-            result = await loop.run_in_executor(None, rt.refiner.learn_one, run,
-                                                payload.get("verdict"))
+            try:
+                result = await loop.run_in_executor(None, rt.refiner.learn_one, run,
+                                                    payload.get("verdict"))
+            except Exception:  # noqa: BLE001 - one run must not stop refinement
+                log.exception("refine %s failed", run.run_id)
+                continue
             log.info("refine %s: %s", run.run_id, result.reason)
             partition = event.message.partition
             for rid in result.merged + result.held:

@@ -149,7 +149,7 @@ class ModelRegistry:
         return self.versions.get(task, {}).get(version)
 
     def next_version(self, task: str) -> int:
-        return max(self.versions.get(task, {0: None})) + 1
+        return max([0, *list(self.versions.get(task, {}))]) + 1
 
     def find(self, model: Model) -> Model | None:
         """A held version of the same task with the same learned body (version aside)."""

@@ -28,7 +28,7 @@ import json
 import logging
 import time
 from collections import Counter as Tally
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
@@ -54,6 +54,8 @@ DLQ_REASONS = {
     "image_not_found": ("screenshot file not found",),
 }
 OTHER_REASONS = ("wrong_schema", "wrong_key", "no_model", "wrong_task")
+#: Bytes of a bad record's value kept in its DLQ record (the rest is cut, with a flag).
+DLQ_VALUE_MAX = 4 * 1024 * 1024
 
 
 def dlq_reason(message: str) -> str:
@@ -126,6 +128,7 @@ class Metrics:
                                    ["task"], registry=r)
         for reason in [*DLQ_REASONS, *OTHER_REASONS]:
             self.dlq.labels(reason)
+        self._versions: dict[str, int] = {}
 
     def model_known(self, model: Model) -> None:
         """Start the task's series at 0 (so that rate() counts the first failures) and
@@ -137,8 +140,8 @@ class Metrics:
             self.causes.labels(task, cause)
         self.unknown.labels(task)
         self.open_runs.labels(task)
-        current = self.model_version.labels(task)
-        current.set(max(current._value.get(), model.version))
+        self._versions[task] = max(self._versions.get(task, 0), model.version)
+        self.model_version.labels(task).set(self._versions[task])
 
     def final(self, status: Status) -> None:
         self.runs.labels(status.task, status.status).inc()
@@ -200,7 +203,8 @@ class RunRecord:
     closed_at: float | None = None
 
     def encode(self) -> bytes:
-        return json.dumps(asdict(self), separators=(",", ":")).encode("utf-8")
+        # vars(), not dataclasses.asdict(): no deep copy of the snapshot and held events
+        return json.dumps(vars(self), separators=(",", ":")).encode("utf-8")
 
     @classmethod
     def decode(cls, value: bytes | str | dict) -> "RunRecord":
@@ -574,8 +578,12 @@ class StreamProcessor:
                                   "partition": source.partition, "offset": source.offset,
                                   "timestamp": source.timestamp,
                                   "key": None if key is None else key.decode("utf-8", "replace")}
+        value = value or b""
+        if len(value) > DLQ_VALUE_MAX:  # the DLQ record must fit the topic's limit
+            record["value_bytes"], value = len(value), value[:DLQ_VALUE_MAX]
+            record["value_truncated"] = True
         try:
-            record["value"] = (value or b"").decode("utf-8")
+            record["value"] = value.decode("utf-8")
         except UnicodeDecodeError:
             record["value_base64"] = base64.b64encode(value).decode("ascii")
         out.dlq.append((key, record))

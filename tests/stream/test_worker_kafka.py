@@ -233,3 +233,24 @@ def test_hot_swap_refinement_rollback_and_history(kafka, tmp_path):
     assert "v3  rollback" in text and "(body of v1)" in text
     missing = trustlayer("models", "rollback", task, "9", *common, timeout=60)
     assert missing.returncode == 2 and "no version 9" in missing.stderr
+
+
+def test_the_timer_fails_a_run_that_goes_silent(kafka, tmp_path):
+    """No more events after a few: the worker's timer fails the run on a learned deadline
+    (a state that lasts far longer than in successful runs) and publishes that verdict."""
+    prefix, topics, models = setup(kafka, tmp_path)
+    silent = renamed(example_events()[0], f"{prefix}-silent")[:6]
+    worker = Worker(kafka.bootstrap, prefix, unique("timer"), models, tmp_path / "w.log")
+    try:
+        worker.wait_ready()
+        started = time.monotonic()
+        publish_events(kafka.bootstrap, topics.events, silent)
+        values = read_topic(kafka.bootstrap, topics.verdicts, all_final([silent]), timeout=60)
+        took = time.monotonic() - started
+    finally:
+        worker.stop()
+    [final] = [v for v in values if v["final"]]
+    assert final["status"] == "failed" and final["cause"] == "product_bug"
+    assert "lasted" in final["reason"] or "not reached within" in final["reason"]
+    assert final["verdict_ts"] > final["event_ts"]
+    assert took < 60
