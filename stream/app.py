@@ -21,6 +21,7 @@ import asyncio
 import json
 import logging
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,7 @@ class WorkerConfig:
     heartbeat_interval: float = 1.0
     commit_interval: float = 1.0
     tick_interval: float = 1.0
+    stall_seconds: float = 5.0
     batch_max: int = 500
     batch_within: float = 0.005
     standby_replicas: int = 1
@@ -169,7 +171,9 @@ class Runtime:
         self.refiner = Refiner(self.registry, cfg.drop_after, cfg.settings.refine_on_verdict)
         self.fetcher = EventFetcher(cfg.bootstrap, cfg.topics.events)
         self.ready = asyncio.Event()
-        self.processed: dict[int, int] = {}
+        #: last offset processed and when, by topic partition (events and finished runs)
+        self.processed: dict[TopicPartition, int] = {}
+        self.progress: dict[TopicPartition, float] = {}
         self.recoveries = 0
 
 
@@ -232,14 +236,18 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
     # -- rebalancing ------------------------------------------------------------------------
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        # Nothing is awaited here: waiting for deliveries inside the rebalance can stall
+        # it (the agent awaits its own batch's deliveries; Faust flushes the producer).
         rt.processor.revoke()
-        await asyncio.gather(*rt.store.drain())
 
     @table.on_recover
     async def on_runs_recovered() -> None:
         partitions = active_partitions(names.events)
-        rt.processed = {p: o for p, o in rt.processed.items() if p in partitions}
+        actives = set(app.assignor.assigned_actives())
+        rt.processed = {tp: o for tp, o in rt.processed.items() if tp in actives}
         out = rt.processor.assign(partitions, rt.store.items())
+        rt.progress = {TopicPartition(tp.topic, tp.partition): time.monotonic()
+                       for tp in actives if tp.topic in (names.events, cfg.finished_topic)}
         await asyncio.gather(*send(out))
         rt.recoveries += 1
         if cfg.announce:
@@ -286,6 +294,9 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
                         [await consumer.position(tp) >= end[tp] for tp in tps]):
                     await adopt_model_files()
                     rt.ready.set()
+                    log.info("models: %s", ", ".join(
+                        f"{task} v{rt.registry.latest(task).version}"
+                        for task in rt.registry.tasks()) or "none")
         finally:
             await consumer.stop()
 
@@ -307,6 +318,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
     @app.agent(events)
     async def judge(stream: Any) -> None:
         await rt.ready.wait()
+        log.info("judging events")
         async for batch in stream.take_events(cfg.batch_max, within=cfg.batch_within):
             # Records of a partition revoked meanwhile are processed too: their offsets are
             # not committed, the new owner processes them again, and both give the same
@@ -315,12 +327,14 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
                         Source(e.message.partition, e.message.offset, e.message.timestamp or 0.0,
                                e.message.topic)) for e in batch]
             out = rt.processor.process_batch(records)
+            now = time.monotonic()
             for _, _, source in records:
-                rt.processed[source.partition] = source.offset
+                tp = TopicPartition(names.events, source.partition)
+                rt.processed[tp], rt.progress[tp] = source.offset, now
             await asyncio.gather(*rt.store.drain(), *send(out))
 
     def caught_up(partition: int) -> bool:
-        done = rt.processed.get(partition)
+        done = rt.processed.get(TopicPartition(names.events, partition))
         try:
             highwater = app.consumer.highwater(TopicPartition(names.events, partition))
         except Exception:  # noqa: BLE001 - no fetch yet, no assignment
@@ -333,10 +347,44 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
             done = None if committed is None else committed - 1
         return done is not None and done + 1 >= highwater
 
+    async def unstall() -> None:
+        """Seek a partition back to where processing stopped if its records stay
+        undelivered: faust-streaming 0.15 can drop records fetched around a rebalance
+        (seen after kill -9 of a worker that had committed little) and never fetch them
+        again. Processing is idempotent, so a needless seek only makes duplicates, which
+        are ignored."""
+        now = time.monotonic()
+        for tp in sorted(rt.progress):
+            if now - rt.progress[tp] < cfg.stall_seconds:
+                continue
+            rt.progress[tp] = now
+            try:
+                highwater = app.consumer.highwater(tp)
+            except Exception:  # noqa: BLE001 - not fetched yet
+                continue
+            done = rt.processed.get(tp)
+            if done is not None:
+                position = done + 1
+            else:
+                admin = AIOKafkaAdminClient(bootstrap_servers=cfg.bootstrap)
+                await admin.start()
+                try:
+                    committed = await admin.list_consumer_group_offsets(cfg.app_id, partitions=[tp])
+                finally:
+                    await admin.close()
+                position = committed[tp].offset if tp in committed else -1
+                if position < 0:
+                    position = (await app.consumer.earliest_offsets(tp))[tp]
+            if highwater is not None and highwater > position:
+                log.warning("%s: records from offset %d not delivered for %.0f s; seeking back",
+                            tp, position, cfg.stall_seconds)
+                await app.consumer.seek(tp, position)
+
     @app.timer(cfg.tick_interval)
     async def tick() -> None:
         if not rt.ready.is_set() or rt.processor.active is None:
             return
+        await unstall()
         out = rt.processor.tick(caught_up=caught_up)
         rt.processor.flush()
         await asyncio.gather(*rt.store.drain())  # outboxes stored before their verdicts go
@@ -353,6 +401,8 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         await rt.ready.wait()
         loop = asyncio.get_running_loop()
         async for event in stream.events():
+            tp = TopicPartition(event.message.topic, event.message.partition)
+            rt.processed[tp], rt.progress[tp] = event.message.offset, time.monotonic()
             payload = json.loads(event.value)
             values = await rt.fetcher.fetch(payload["partition"], payload["offsets"])
             if len(values) != len(payload["offsets"]):
@@ -381,6 +431,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
             await asyncio.gather(*rt.training.drain())
             if result.model is not None:
                 await publish_model(result.model)
+            rt.progress[tp] = time.monotonic()  # learning may take a while: not a stall
 
     return app, rt
 

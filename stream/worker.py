@@ -412,7 +412,8 @@ class StreamProcessor:
 
     # -- rebalancing ----------------------------------------------------------------------------
     def revoke(self) -> None:
-        """Partitions were taken away: forget the cached runs (the store keeps them)."""
+        """Partitions were taken away: forget the cached runs (the store keeps them; every
+        change was written by the flush at the end of its batch or tick)."""
         self.flush()
         self.cache.clear()
         self.matchers.clear()

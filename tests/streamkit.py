@@ -150,7 +150,7 @@ class Worker:
 
         self.argv = ["--broker", bootstrap, "--topics", prefix, "--app-id", app_id,
                      "--models", str(models), "--metrics-port", "0", "--session-timeout", "3",
-                     *extra]
+                     "--log-level", os.environ.get("TRUSTLAYER_TEST_LOG", "warning"), *extra]
         self.log = log
         self.process = WorkerProcess(self.argv, log)
 
@@ -201,6 +201,13 @@ def read_topic(bootstrap: str, topic: str, until: Callable[[list], bool], timeou
                 batches = await consumer.getmany(timeout_ms=200)
                 for records in batches.values():
                     values += [decode(r.value) for r in records]
+            if not until(values):
+                tps = sorted(consumer.assignment())
+                ends = await consumer.end_offsets(tps) if tps else {}
+                print(f"read_topic({topic}): {len(values)} values in {timeout} s; "
+                      f"assignment {tps}; positions "
+                      f"{[await consumer.position(tp) for tp in tps]}; ends {ends}",
+                      file=sys.stderr)
         finally:
             await consumer.stop()
         return values

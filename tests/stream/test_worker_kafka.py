@@ -119,14 +119,17 @@ def test_a_killed_worker_restarts_and_every_run_gets_one_final_verdict(kafka, tm
 
 
 def test_two_workers_share_the_runs_and_one_leaves(kafka, tmp_path):
+    """A second worker joins while the first is busy, they share the partitions, then the
+    first leaves while runs are open: every run still gets one final verdict."""
     prefix, topics, models = setup(kafka, tmp_path)
-    runs = copies(5, prefix)
+    runs = copies(8, prefix)
     first, second = halves(runs)
     app_id = unique("pair")
     one = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w1.log")
     two = None
     try:
         one.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, first)
         two = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w2.log")
         line_two = two.wait_ready()
         line_one = one.wait_ready(count=2)  # the rebalance after the second one joined
@@ -134,7 +137,6 @@ def test_two_workers_share_the_runs_and_one_leaves(kafka, tmp_path):
                  for line in (line_one, line_two)]
         assert parts[0] and parts[1] and not parts[0] & parts[1], parts
         assert parts[0] | parts[1] == {0, 1, 2, 3}
-        publish_events(kafka.bootstrap, topics.events, first)
         read_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), timeout=60)
         publish_events(kafka.bootstrap, topics.events, second)
         time.sleep(0.3)
