@@ -171,10 +171,11 @@ class Runtime:
         self.refiner = Refiner(self.registry, cfg.drop_after, cfg.settings.refine_on_verdict)
         self.fetcher = EventFetcher(cfg.bootstrap, cfg.topics.events)
         self.ready = asyncio.Event()
+        #: next offset to read of each assigned partition when it was assigned
+        self.start: dict[TopicPartition, int] = {}
         #: last offset processed and when, by topic partition (events and finished runs)
         self.processed: dict[TopicPartition, int] = {}
         self.progress: dict[TopicPartition, float] = {}
-        self.recoveries = 0
 
 
 def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
@@ -240,16 +241,35 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         # it (the agent awaits its own batch's deliveries; Faust flushes the producer).
         rt.processor.revoke()
 
+    async def start_offsets(tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """Where reading starts: the committed offset, else the earliest."""
+        admin = AIOKafkaAdminClient(bootstrap_servers=cfg.bootstrap)
+        await admin.start()
+        try:
+            committed = await admin.list_consumer_group_offsets(cfg.app_id, partitions=tps)
+        finally:
+            await admin.close()
+        start = {tp: committed[tp].offset for tp in tps
+                 if tp in committed and committed[tp].offset >= 0}
+        missing = [tp for tp in tps if tp not in start]
+        if missing:
+            start.update(await app.consumer.earliest_offsets(*missing))
+        return start
+
+    def next_offset(tp: TopicPartition) -> int | None:
+        done = rt.processed.get(tp)
+        return done + 1 if done is not None else rt.start.get(tp)
+
     @table.on_recover
     async def on_runs_recovered() -> None:
         partitions = active_partitions(names.events)
-        actives = set(app.assignor.assigned_actives())
-        rt.processed = {tp: o for tp, o in rt.processed.items() if tp in actives}
+        tps = sorted(TopicPartition(tp.topic, tp.partition) for tp in app.assignor.assigned_actives()
+                     if tp.topic in (names.events, cfg.finished_topic))
+        rt.start = await start_offsets(tps) if tps else {}
+        rt.processed = {tp: offset for tp, offset in rt.processed.items() if tp in rt.start}
+        rt.progress = {tp: time.monotonic() for tp in tps}
         out = rt.processor.assign(partitions, rt.store.items())
-        rt.progress = {TopicPartition(tp.topic, tp.partition): time.monotonic()
-                       for tp in actives if tp.topic in (names.events, cfg.finished_topic)}
         await asyncio.gather(*send(out))
-        rt.recoveries += 1
         if cfg.announce:
             print(f"trustlayer worker ready: {cfg.app_id} partitions {sorted(partitions)} "
                   f"open runs {sum(rt.processor.open_runs().values())}", flush=True)
@@ -334,18 +354,14 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
             await asyncio.gather(*rt.store.drain(), *send(out))
 
     def caught_up(partition: int) -> bool:
-        done = rt.processed.get(TopicPartition(names.events, partition))
+        """Every record of the partition published so far has been processed."""
+        tp = TopicPartition(names.events, partition)
         try:
-            highwater = app.consumer.highwater(TopicPartition(names.events, partition))
+            highwater = app.consumer.highwater(tp)
         except Exception:  # noqa: BLE001 - no fetch yet, no assignment
             return False
-        if highwater is None:
-            return False
-        if done is None:
-            committed = getattr(app.consumer, "_committed_offset", {}).get(
-                TopicPartition(names.events, partition))
-            done = None if committed is None else committed - 1
-        return done is not None and done + 1 >= highwater
+        position = next_offset(tp)
+        return highwater is not None and position is not None and position >= highwater
 
     async def unstall() -> None:
         """Seek a partition back to where processing stopped if its records stay
@@ -362,19 +378,9 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
                 highwater = app.consumer.highwater(tp)
             except Exception:  # noqa: BLE001 - not fetched yet
                 continue
-            done = rt.processed.get(tp)
-            if done is not None:
-                position = done + 1
-            else:
-                admin = AIOKafkaAdminClient(bootstrap_servers=cfg.bootstrap)
-                await admin.start()
-                try:
-                    committed = await admin.list_consumer_group_offsets(cfg.app_id, partitions=[tp])
-                finally:
-                    await admin.close()
-                position = committed[tp].offset if tp in committed else -1
-                if position < 0:
-                    position = (await app.consumer.earliest_offsets(tp))[tp]
+            position = next_offset(tp)
+            if position is None:
+                continue
             if highwater is not None and highwater > position:
                 log.warning("%s: records from offset %d not delivered for %.0f s; seeking back",
                             tp, position, cfg.stall_seconds)

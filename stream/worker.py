@@ -389,9 +389,6 @@ class StreamProcessor:
                 status = self._matcher(rec).tick(now)
                 if status is not None:
                     self._emit(rec, status, out, None, now, None)
-            if rec.final:
-                rec.closed_at = wall
-                self.dirty.add(rec.run_id)
         self._export_open_runs()
         return out
 
@@ -400,7 +397,7 @@ class StreamProcessor:
         rec = self.cache.get(run_id)
         if rec is None:
             return
-        done = [r for r in records]
+        done = list(records)
         rec.outbox = [r for r in rec.outbox if r not in done]
         self.dirty.add(run_id)
 
