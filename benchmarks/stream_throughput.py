@@ -45,7 +45,7 @@ from trustlayer.traces import parse_event  # noqa: E402
 from stream.broker import EmbeddedKafka, free_port  # noqa: E402
 from stream.cli import topic_names  # noqa: E402
 from stream.registry import ModelRegistry  # noqa: E402
-from stream.replay import read_events  # noqa: E402
+from stream.replay import read_events, round_robin as interleave  # noqa: E402
 from stream.topics import MAX_MESSAGE_BYTES, ensure_topics  # noqa: E402
 from stream.worker import DictStore, Source, StreamProcessor, WorkerSettings  # noqa: E402
 
@@ -97,15 +97,6 @@ def copies(runs: list[list[dict]], count: int, tag: str) -> list[list[dict]]:
         run = runs[k % len(runs)]
         rid = f"{tag}-{k}-{run[0]['run_id']}"
         out.append([{**e, "run_id": rid} for e in run])
-    return out
-
-
-def interleave(runs: list[list[dict]]) -> list[dict]:
-    out, queues = [], [list(r) for r in runs]
-    while any(queues):
-        for queue in queues:
-            if queue:
-                out.append(queue.pop(0))
     return out
 
 

@@ -31,10 +31,10 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from trustlayer.model import ModelError
-from trustlayer.traces import Run, TraceError, load_labels, parse_event, read_runs
+from trustlayer.traces import Run, TraceError, parse_event
 
 from stream.refine import Refiner
-from stream.registry import ModelRegistry, decode_model, encode_model
+from stream.registry import ModelRegistry, decode_model, encode_model, training_set
 from stream.topics import MAX_MESSAGE_BYTES, TopicNames
 from stream.worker import Metrics, Output, Source, StreamProcessor, WorkerSettings
 
@@ -65,7 +65,6 @@ class WorkerConfig:
     batch_max: int = 500
     batch_within: float = 0.005
     standby_replicas: int = 1
-    announce: bool = True
 
     @property
     def finished_topic(self) -> str:
@@ -149,10 +148,7 @@ def seed_runs(registry: ModelRegistry, directories: list[Path]) -> int:
     """Give the registry the training runs of `directories` (with ``labels.json`` causes)."""
     count = 0
     for directory in directories:
-        runs = read_runs([directory])
-        causes = {}
-        if (Path(directory) / "labels.json").is_file():
-            causes = {rid: lab.get("cause") for rid, lab in load_labels(directory).items()}
+        runs, causes = training_set(directory)
         registry.add_runs(runs, causes)
         count += len(runs)
     return count
@@ -270,9 +266,8 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         rt.progress = {tp: time.monotonic() for tp in tps}
         out = rt.processor.assign(partitions, rt.store.items())
         await asyncio.gather(*send(out))
-        if cfg.announce:
-            print(f"trustlayer worker ready: {cfg.app_id} partitions {sorted(partitions)} "
-                  f"open runs {sum(rt.processor.open_runs().values())}", flush=True)
+        print(f"trustlayer worker ready: {cfg.app_id} partitions {sorted(partitions)} "
+              f"open runs {sum(rt.processor.open_runs().values())}", flush=True)
 
     @training.on_recover
     async def on_training_recovered() -> None:

@@ -28,9 +28,9 @@ from typing import Any, TextIO
 from trustlayer.cli import EXIT_BAD_INPUT, EXIT_OK, verdict_record
 from trustlayer.learn import learn
 from trustlayer.settings import Settings
-from trustlayer.traces import load_labels, read_runs
 
 from stream.cli import follow, topic_names, verdict_line
+from stream.registry import training_set
 from stream.replay import publish, read_events, schedule
 from stream.topics import ensure_topics
 
@@ -47,10 +47,7 @@ def demo_record(record: dict[str, Any]) -> dict[str, Any]:
 
 def learn_models(train: Path, out: Path) -> list[str]:
     """Learn one model per task from the runs in `train`; write ``out/<task>.json``."""
-    runs = read_runs([train])
-    causes = {}
-    if (train / "labels.json").is_file():
-        causes = {rid: lab.get("cause") for rid, lab in load_labels(train).items()}
+    runs, causes = training_set(train)
     tasks = sorted({run.task for run in runs})
     for task in tasks:
         model = learn([r for r in runs if r.task == task], Settings(), causes=causes)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from trustlayer.model import Model, ModelError
-from trustlayer.traces import Run
+from trustlayer.traces import Run, load_labels, read_runs
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,16 @@ def change_entry(model: Model, parent: Model | None, action: str, **details: Any
     return entry
 
 
+def training_set(directory: str | Path) -> tuple[list[Run], dict[str, str | None]]:
+    """The runs of a trace directory and, from its ``labels.json`` if any, the causes of
+    its failed runs (negative milestones are learned from those)."""
+    runs = read_runs([directory])
+    causes = {}
+    if (Path(directory) / "labels.json").is_file():
+        causes = {rid: label.get("cause") for rid, label in load_labels(directory).items()}
+    return runs, causes
+
+
 class ModelRegistry:
     """Every known version of every task's model, and the runs to re-learn them from.
 
@@ -108,6 +118,7 @@ class ModelRegistry:
         drop a milestone fewer than K runs bypassed (see :mod:`stream.refine`).
     causes : task -> run_id -> cause of the failed seed runs (from ``labels.json``).
     seeded : tasks whose seed runs were given (refinement needs them).
+    listeners : functions called with every model version added (e.g. metrics).
     """
 
     def __init__(self) -> None:

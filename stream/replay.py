@@ -73,6 +73,20 @@ def schedule(runs: Iterable[list[dict]], speed: float = 1.0,
     return [(offset * factor, event) for offset, _, _, event in plan]
 
 
+def round_robin(runs: Iterable[Sequence[dict]]) -> list[dict]:
+    """The runs' events taken one from each run in turn (each run in its own order).
+
+    >>> [e["seq"] for e in round_robin([[{"seq": 0}, {"seq": 1}], [{"seq": 5}]])]
+    [0, 5, 1]
+    """
+    out, queues = [], [list(run) for run in runs]
+    while any(queues):
+        for queue in queues:
+            if queue:
+                out.append(queue.pop(0))
+    return out
+
+
 @dataclass
 class ReplayStats:
     runs: int

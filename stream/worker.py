@@ -172,11 +172,6 @@ class Output:
     dlq: list[tuple[bytes | None, dict]] = field(default_factory=list)
     finished: list[tuple[str, dict]] = field(default_factory=list)
 
-    def extend(self, other: "Output") -> None:
-        self.verdicts += other.verdicts
-        self.dlq += other.dlq
-        self.finished += other.finished
-
 
 @dataclass
 class RunRecord:

@@ -28,7 +28,7 @@ from trustlayer.learn import learn  # noqa: E402
 from trustlayer.matcher import judge_run  # noqa: E402
 from trustlayer.traces import Run, read_runs  # noqa: E402
 
-from stream.replay import read_events  # noqa: E402
+from stream.replay import read_events, round_robin as interleave  # noqa: E402,F401
 from stream.worker import Source  # noqa: E402
 
 
@@ -61,16 +61,6 @@ def batch_verdicts() -> dict[str, dict]:
 
 def renamed(events: Iterable[dict], run_id: str) -> list[dict]:
     return [{**event, "run_id": run_id} for event in events]
-
-
-def interleave(runs: list[list[dict]]) -> list[dict]:
-    """Round-robin over the runs, each in its own order."""
-    out, queues = [], [list(r) for r in runs]
-    while any(queues):
-        for queue in queues:
-            if queue:
-                out.append(queue.pop(0))
-    return out
 
 
 def as_records(events: Iterable[dict], start_offset: int = 0, partition: int = 0,
