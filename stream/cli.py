@@ -138,6 +138,8 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
         asyncio.run(run())
     except KeyboardInterrupt:
         pass
+    except BrokenPipeError:  # `trustlayer verdicts | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_OK
 
 
