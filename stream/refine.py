@@ -22,7 +22,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable
 
-from trustlayer.equivalence import decide
+from trustlayer.equivalence import judge
 from trustlayer.learn import LearnError, learn
 from trustlayer.model import Model
 from trustlayer.steps import run_steps
@@ -49,7 +49,7 @@ def bypassed_milestones(model: Model, run: Run) -> list[str]:
     """Names of `model`'s milestones that no state of `run` matches, wherever it occurs
     (the matcher's own ``matched`` stops at the first milestone out of order)."""
     seen = {sid for step in run_steps(run, model.settings) for sid in model.essential
-            if decide(step.fingerprint, model.states[sid], model.settings).same}
+            if judge(model, step.fingerprint, sid).same}
     return [model.name(sid) for sid in model.essential if sid not in seen]
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from PIL import Image
 
 from trustlayer.dominators import SUCCESS
-from trustlayer.equivalence import decide
+from trustlayer.equivalence import judge
 from trustlayer.model import Model
 from trustlayer.steps import run_steps
 from trustlayer.traces import Run
@@ -101,8 +101,7 @@ def record_and_replay(model: Model, run: Run) -> Verdict:
     def same(index: int, state_id: str) -> bool:
         key = (index, state_id)
         if key not in cache:
-            cache[key] = decide(steps[index].fingerprint, model.states[state_id],
-                                model.settings).same
+            cache[key] = judge(model, steps[index].fingerprint, state_id).same
         return cache[key]
 
     for path in recorded_paths(model).values():
@@ -119,8 +118,7 @@ def final_state(model: Model, run: Run) -> Verdict:
         return FAIL, None
     final_states = {edge["source"] for edge in model.edges if edge["target"] == SUCCESS}
     last = steps[-1].fingerprint
-    ok = any(decide(last, model.states[sid], model.settings).same for sid in sorted(final_states)
-             if sid in model.states)
+    ok = any(judge(model, last, sid).same for sid in sorted(final_states) if sid in model.states)
     return (PASS if ok else FAIL), None
 
 

@@ -23,8 +23,10 @@ from PIL import Image
 
 from trustlayer.fingerprints import Fingerprint
 from trustlayer.llm import LLMJudge
-from trustlayer.model import ModelState
+from trustlayer.index import index_of
+from trustlayer.model import Model, ModelState
 from trustlayer.settings import Settings
+from trustlayer.templates import content_lines, word_tokens
 from trustlayer.visual import hamming, masked_ssim
 
 UNSURE_MAX_UNEXPLAINED = 2
@@ -64,15 +66,27 @@ def _visual(fp: Fingerprint, state: ModelState, settings: Settings) -> Decision:
     return Decision("unsure", "ssim", evidence)
 
 
-def _structural(fp: Fingerprint, state: ModelState, settings: Settings) -> Decision:
+def _tolerated(unexplained: list[str], fp: Fingerprint, state: ModelState, settings: Settings,
+               known_words: frozenset[str]) -> bool:
+    """Whether the unexplained lines are within what the state's successful members showed
+    of each other (its learned tolerance), when none of them holds a word that no
+    successful run ever showed (an error message is news, a file listed is not)."""
+    content = len(content_lines(fp.lines))
+    if len(unexplained) <= settings.unexplained_line_tolerance * content:
+        return True
+    return len(unexplained) <= state.tolerance * content and all(
+        word_tokens(line) <= known_words for line in unexplained)
+
+
+def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
+                known_words: frozenset[str]) -> Decision:
     if not fp.has_structure:
         return Decision("different", "structure", {"reason": "the state has no text"})
     missing, unexplained = state.profile.compare(fp.lines)
     evidence = {"missing": missing[:8], "unexplained": unexplained[:8]}
     if missing:
         return Decision("different", "structure", evidence)
-    content = [line for line in fp.lines if not line.startswith(("T|", "U|"))]
-    if len(unexplained) <= settings.unexplained_line_tolerance * len(content):
+    if _tolerated(unexplained, fp, state, settings, known_words):
         return Decision("same", "structure", evidence)
     if len(unexplained) <= UNSURE_MAX_UNEXPLAINED and _visual(fp, state, settings).same:
         return Decision("unsure", "structure", evidence)
@@ -88,17 +102,19 @@ def _thumbnail_png(raw: bytes | None, size: int) -> bytes | None:
 
 
 def decide(fp: Fingerprint, state: ModelState, settings: Settings,
-           llm: LLMJudge | None = None) -> Decision:
+           llm: LLMJudge | None = None, known_words: frozenset[str] = frozenset()) -> Decision:
     """Decide whether observed state `fp` is model state `state`: same, different or unsure.
 
     `llm` is consulted only for a pair the other tiers leave unsure; pass None (the
     default, and what callers do when the tier is off or the run's budget is spent)
-    and unsure stays unsure, which callers treat as different.
+    and unsure stays unsure, which callers treat as different. `known_words` are the
+    words of the model's successful states: unexplained lines made only of them may use
+    the state's learned tolerance (without them, only ``unexplained_line_tolerance``).
     """
     if fp.image_sha is not None and fp.image_sha in state.image_shas:
         return Decision("same", "exact", {"image_sha": fp.image_sha[:12]})
     if state.structural:
-        decision = _structural(fp, state, settings)
+        decision = _structural(fp, state, settings, known_words)
     elif fp.has_structure:
         decision = Decision("different", "structure", {"reason": "model state has no text"})
     else:
@@ -111,3 +127,9 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
                        _thumbnail_png(state.thumbnails[0] if state.thumbnails else None, size))
     evidence = dict(decision.evidence, llm_reason=answer.reason, llm_called=answer.called)
     return Decision("same" if answer.same else "different", "llm", evidence)
+
+
+def judge(model: Model, fp: Fingerprint, state_id: str, llm: LLMJudge | None = None) -> Decision:
+    """:func:`decide` for `model`'s state `state_id`, with the model's own settings and
+    known words."""
+    return decide(fp, model.states[state_id], model.settings, llm, index_of(model).known_words)

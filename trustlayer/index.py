@@ -59,6 +59,7 @@ class StateIndex:
         self.wide = MultiIndexHash(model.settings.phash_different)
         self.by_line: dict[str, set[str]] = {}
         self.unanchored: set[str] = set()
+        self.size = len(model.states)
         self.vocabulary: set[str] = set()
         anchors: dict[str, list[str]] = {}
         for sid, state in model.states.items():
@@ -71,6 +72,10 @@ class StateIndex:
             if state.structural:
                 anchors[sid] = [t for t in state.profile.salient_templates
                                 if WILDCARD not in t and not t.startswith(("T|", "U|"))]
+        negative = set(model.negative)
+        self.known_words = frozenset(
+            word for sid, state in model.states.items() if sid not in negative
+            for template in state.profile.templates for word in word_tokens(template))
         holders = Counter(t for lines in anchors.values() for t in lines)
         for sid, lines in anchors.items():
             if not lines:
@@ -95,3 +100,12 @@ class StateIndex:
         for line in fp.lines:
             found.update(self.by_line.get(template_form(line), ()))
         return found
+
+
+def index_of(model: Model) -> StateIndex:
+    """The model's index, built once per model (and again if states were added)."""
+    index = getattr(model, "_state_index", None)
+    if index is None or index.size != len(model.states):
+        index = StateIndex(model)
+        model._state_index = index
+    return index

@@ -23,7 +23,7 @@ from trustlayer.model import Model, ModelState
 from trustlayer.naming import name_states
 from trustlayer.settings import Settings
 from trustlayer.steps import Step, action_signatures, run_steps
-from trustlayer.templates import learn_profile
+from trustlayer.templates import learn_profile, novelty
 from trustlayer.traces import Run
 from trustlayer.visual import learn_volatile_mask
 
@@ -43,14 +43,14 @@ def _build_state(state_id: str, members: Sequence[tuple[str, Step]], size: int) 
     thumbs = [fp.thumbnail for fp in fps if fp.thumbnail is not None]
     arrays = [np.frombuffer(t, np.uint8).reshape(size, size) / 255.0 for t in thumbs]
     mask = learn_volatile_mask(arrays)
+    lines = [fp.lines for fp in fps] if structural else []
     return ModelState(
-        id=state_id, name="", profile=learn_profile([fp.lines for fp in fps]) if structural
-        else learn_profile([]), structural=structural,
+        id=state_id, name="", profile=learn_profile(lines), structural=structural,
         image_shas=sorted({fp.image_sha for fp in fps if fp.image_sha}),
         phashes=sorted({fp.phash for fp in fps if fp.phash is not None}),
         thumbnails=thumbs[:MAX_EXEMPLARS],
         volatile_mask=None if mask is None else np.packbits(mask).tobytes(),
-        members=[[run_id, step.seq] for run_id, step in members])
+        members=[[run_id, step.seq] for run_id, step in members], tolerance=novelty(lines))
 
 
 def _interruptions(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> list[str]:
@@ -151,7 +151,8 @@ def _negatives(model: Model, failed: Sequence[Run], causes: dict[str, str | None
     for run in failed:
         steps = run_steps(run, settings)
         matched = [[sid for sid in index.candidates(step.fingerprint)
-                    if decide(step.fingerprint, model.states[sid], settings).same]
+                    if decide(step.fingerprint, model.states[sid], settings,
+                              known_words=index.known_words).same]
                    for step in steps]
         reached = max((i for i, ids in enumerate(matched) if set(ids) & set(model.essential)),
                       default=-1)

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from trustlayer.cause import explain_failure
-from trustlayer.equivalence import decide
-from trustlayer.index import StateIndex
+from trustlayer.equivalence import judge
+from trustlayer.index import index_of
 from trustlayer.llm import LLMJudge
 from trustlayer.model import Model
 from trustlayer.steps import StepBuilder, action_signatures
@@ -55,14 +55,6 @@ class Status:
         return dict(asdict(self), verdict=self.verdict)
 
 
-def _index(model: Model) -> StateIndex:
-    index = getattr(model, "_state_index", None)
-    if index is None:
-        index = StateIndex(model)
-        model._state_index = index  # built once per loaded model
-    return index
-
-
 class Matcher:
     """Judges one run incrementally, River-style: ``feed(event) -> Status``.
 
@@ -95,9 +87,9 @@ class Matcher:
 
     def _matches(self, step) -> list[str]:
         found = []
-        for sid in sorted(_index(self.model).candidates(step.fingerprint)):
+        for sid in sorted(index_of(self.model).candidates(step.fingerprint)):
             llm = self._llm_for_run()
-            decision = decide(step.fingerprint, self.model.states[sid], self.model.settings, llm)
+            decision = judge(self.model, step.fingerprint, sid, llm)
             if decision.evidence.get("llm_called"):
                 self.state.llm_calls += 1
             if decision.same:
@@ -124,7 +116,7 @@ class Matcher:
         ids = self._matches(step)
         negatives = [sid for sid in ids if sid in self.model.negative]
         known = [sid for sid in ids if sid not in self.model.negative]
-        novel = _index(self.model).novelty(step.fingerprint) if not known else []
+        novel = index_of(self.model).novelty(step.fingerprint) if not known else []
         self.history.append({"seq": step.seq, "ts": step.ts, "ids": known,
                              "via": action_signatures(step), "novel": novel[:8]})
         if not known:

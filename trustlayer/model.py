@@ -49,6 +49,9 @@ class ModelState:
         Where the state was observed in the training runs.
     negative_cause : str or None
         For a negative milestone (seen only in failed runs), the cause it implies.
+    tolerance : float
+        Share of an observed state's content lines that its templates may leave
+        unexplained while still matching (learned by leaving members out).
     """
 
     id: str
@@ -61,6 +64,7 @@ class ModelState:
     volatile_mask: bytes | None = None
     members: list[list[Any]] = field(default_factory=list)
     negative_cause: str | None = None
+    tolerance: float = 0.0
 
     def mask_array(self, size: int) -> np.ndarray | None:
         if self.volatile_mask is None:
@@ -75,7 +79,8 @@ class ModelState:
                 "thumbnails": [base64.b64encode(t).decode("ascii") for t in self.thumbnails],
                 "volatile_mask": None if self.volatile_mask is None else
                 base64.b64encode(self.volatile_mask).decode("ascii"),
-                "members": self.members, "negative_cause": self.negative_cause}
+                "members": self.members, "negative_cause": self.negative_cause,
+                "tolerance": self.tolerance}
 
     @classmethod
     def from_json(cls, data: dict) -> "ModelState":
@@ -84,7 +89,8 @@ class ModelState:
                    [int(h, 16) for h in data["phashes"]],
                    [base64.b64decode(t) for t in data["thumbnails"]],
                    None if data["volatile_mask"] is None else base64.b64decode(data["volatile_mask"]),
-                   [list(m) for m in data["members"]], data.get("negative_cause"))
+                   [list(m) for m in data["members"]], data.get("negative_cause"),
+                   data.get("tolerance", 0.0))
 
 
 @dataclass

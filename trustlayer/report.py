@@ -25,7 +25,7 @@ from typing import Any, Sequence
 from PIL import Image
 
 from trustlayer.dominators import START, SUCCESS
-from trustlayer.equivalence import Decision, decide
+from trustlayer.equivalence import Decision, judge
 from trustlayer.index import StateIndex
 from trustlayer.layout import BACK_ARC_DROP, GAP_X, MARGIN, NODE_H, NODE_W, Layout, layout
 from trustlayer.llm import LLMJudge
@@ -334,8 +334,8 @@ def analyse_run(model: Model, run: Run, index: StateIndex | None = None,
         frame = frames[view.divergence]
         frame.diverged = True
         if frame.step is not None:
-            frame.negative = next((sid for sid in model.negative if decide(
-                frame.step.fingerprint, model.states[sid], model.settings).same), None)
+            frame.negative = next((sid for sid in model.negative
+                                   if judge(model, frame.step.fingerprint, sid).same), None)
         by_name = {model.name(sid): sid for sid in model.states}
         view.missing = by_name.get(status.missing[0]) if status.missing else None
         view.location = where(model, view.missing) if view.missing else ""
@@ -345,7 +345,7 @@ def analyse_run(model: Model, run: Run, index: StateIndex | None = None,
         if frame.step is None:
             continue
         for sid in sorted(index.candidates(frame.step.fingerprint)):
-            decision = decide(frame.step.fingerprint, model.states[sid], model.settings)
+            decision = judge(model, frame.step.fingerprint, sid)
             why = _doubt(decision, model.settings)
             key = (frame.step.fingerprint.image_sha or str(sorted(frame.step.fingerprint.lines)),
                    sid)
@@ -528,7 +528,7 @@ def _divergence_html(model: Model, view: RunView) -> str:
     parts.append(f"<figure><figcaption>the run showed instead (#{frame.seq})</figcaption>"
                  f"{_frame_body(frame, 340)}</figure>")
     if view.missing and frame.step is not None:
-        decision = decide(frame.step.fingerprint, model.states[view.missing], model.settings)
+        decision = judge(model, frame.step.fingerprint, view.missing)
         parts.append(f'<div><b>equivalence</b>: {_e(decision.verdict)} by tier '
                      f'<b>{_e(decision.tier)}</b><div class="evidence">{_evidence(decision)}'
                      "</div></div>")

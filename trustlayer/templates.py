@@ -205,3 +205,26 @@ def learn_profile(members: Sequence[frozenset[str]]) -> Profile:
     templates = [_render(prefixes[g], bodies[g]) for g in groups]
     salient = [len(owners[g]) == len(members) for g in groups]
     return Profile(templates, salient)
+
+
+def content_lines(lines: Iterable[str]) -> list[str]:
+    """The lines that carry a state's content (all but its title and URL)."""
+    return [line for line in lines if not line.startswith(("T|", "U|"))]
+
+
+def novelty(members: Sequence[frozenset[str]]) -> float:
+    """How much a new member of a state may show that the others never did, learned by
+    leaving each member out: the largest share of its content lines that the templates
+    of the other members do not explain (0.0 with fewer than two members).
+
+    >>> novelty([frozenset({"X|a", "X|b"}), frozenset({"X|a", "X|b", "X|toast"})])
+    0.3333
+    """
+    if len(members) < 2:
+        return 0.0
+    shares = []
+    for left_out, member in enumerate(members):
+        others = learn_profile([m for i, m in enumerate(members) if i != left_out])
+        _, unexplained = others.compare(member)
+        shares.append(len(unexplained) / max(1, len(content_lines(member))))
+    return round(max(shares), 4)

@@ -1,0 +1,68 @@
+"""The structure tier's learned tolerance: how much a new member of a state may show that
+no template explains is learned from how much the successful members showed of each other,
+and never covers words no successful run showed."""
+from trustlayer.equivalence import decide
+from trustlayer.fingerprints import Fingerprint
+from trustlayer.model import ModelState
+from trustlayer.settings import Settings
+from trustlayer.templates import learn_profile, novelty, word_tokens
+
+EDITOR = {"T|notes.txt - Editor", "X|File", "X|Edit", "X|View", "X|Help", "X|hello world",
+          "X|Ln 1, Col 1", "X|Spaces: 4", "X|UTF-8", "X|Plain Text", "X|notes.txt"}
+# a side panel that some successful runs opened and others did not
+PANEL = {"X|Outline", "X|No symbols found", "X|Close panel"}
+# another panel, of words the successful runs showed elsewhere
+KNOWN_EXTRA = {"X|File Edit", "X|Plain View"}
+ERROR = {"X|Error: permission denied", "X|Retry"}
+
+
+def state(*members: set[str]) -> ModelState:
+    lines = [frozenset(m) for m in members]
+    return ModelState("s0", "editor", learn_profile(lines), True, tolerance=novelty(lines))
+
+
+def fp(lines: set[str]) -> Fingerprint:
+    return Fingerprint(frozenset(lines))
+
+
+def known_words(*states: ModelState) -> frozenset[str]:
+    return frozenset(w for s in states for t in s.profile.templates for w in word_tokens(t))
+
+
+def test_members_that_all_look_alike_learn_no_tolerance():
+    assert novelty([frozenset(EDITOR)] * 3) == 0.0
+    assert novelty([frozenset(EDITOR)]) == 0.0
+
+
+def test_a_panel_some_members_showed_is_learned_as_tolerance():
+    editor = state(EDITOR, EDITOR | PANEL, EDITOR)
+    assert editor.tolerance >= len(PANEL) / len(EDITOR | PANEL) - 1e-4
+
+
+def test_known_extra_lines_within_the_learned_tolerance_match():
+    editor = state(EDITOR, EDITOR | PANEL, EDITOR)
+    words = known_words(editor)
+    decision = decide(fp(EDITOR | KNOWN_EXTRA), editor, Settings(), known_words=words)
+    assert decision.same, decision.evidence
+    # without the learned tolerance (one look-alike member each) the same lines are too many
+    strict = state(EDITOR, EDITOR)
+    assert not decide(fp(EDITOR | KNOWN_EXTRA), strict, Settings(), known_words=words).same
+
+
+def test_words_no_successful_run_showed_are_never_tolerated():
+    editor = state(EDITOR, EDITOR | PANEL, EDITOR)
+    decision = decide(fp(EDITOR | ERROR), editor, Settings(), known_words=known_words(editor))
+    assert not decision.same
+    assert "X|Error: permission denied" in decision.evidence["unexplained"]
+
+
+def test_without_known_words_only_the_settings_tolerance_applies():
+    editor = state(EDITOR, EDITOR | PANEL, EDITOR)
+    assert not decide(fp(EDITOR | KNOWN_EXTRA), editor, Settings()).same
+
+
+def test_a_missing_salient_line_is_never_tolerated():
+    editor = state(EDITOR, EDITOR | PANEL, EDITOR)
+    renamed = {line.replace("notes.txt", "draft.md") for line in EDITOR}
+    decision = decide(fp(renamed), editor, Settings(), known_words=known_words(editor))
+    assert decision.verdict == "different" and decision.evidence["missing"]
