@@ -9,7 +9,7 @@ from PIL import Image
 
 from trustlayer.cli import main
 from trustlayer.settings import Settings
-from trustlayer.traces import TraceError, parse_event, read_run, read_runs
+from trustlayer.traces import ImageRef, TraceError, parse_event, read_run, read_runs
 
 GOOD = [
     {"v": 1, "run_id": "r1", "task": "t", "seq": 0, "ts": 1.0, "kind": "state",
@@ -73,6 +73,16 @@ def test_screenshot_by_path_and_data_uri_are_read_lazily(tmp_path):
     assert shot._gray is None and shot.gray().size == (8, 8)
     uri = "data:image/png;base64," + base64.b64encode(png_bytes()).decode()
     assert read_run(write(tmp_path, with_screenshot(uri), "r2.jsonl")).states[0].observation.screenshot
+
+
+@pytest.mark.parametrize("colors", [2, 16, 256])
+def test_palette_screenshots_turn_gray_exactly_as_pillow_converts_them(colors):
+    pixels = bytes((x * 37 + y * 11) % 256 for y in range(48) for x in range(64))
+    image = Image.merge("RGB", [Image.frombytes("L", (64, 48), pixels)] * 2
+                        + [Image.frombytes("L", (64, 48), pixels[::-1])]).quantize(colors)
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    assert ImageRef(out.getvalue(), "p.png").gray().tobytes() == image.convert("L").tobytes()
 
 
 @pytest.mark.parametrize("setup, ref, message", [

@@ -20,6 +20,7 @@ WILDCARD = "*"
 REST = "**"  # stands for the whole value after a "key:" that successful runs varied
 MAX_VARYING_SHARE = 0.34
 MAX_KEY_TOKENS = 4
+MAX_SEEN_LINES = 1 << 14  # remembered answers per profile
 
 
 @lru_cache(maxsize=1 << 16)
@@ -77,6 +78,8 @@ class Profile:
     salient: list[bool] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self._seen: dict[str, int | None] = {}  # line -> template_of(line), bounded
+        self._salient = [i for i, salient in enumerate(self.salient) if salient]
         self._exact: dict[str, int] = {}
         self._wild: dict[tuple[str, int], list[tuple[int, tuple[str, ...]]]] = {}
         self._rest: dict[tuple[str, tuple[str, ...]], int] = {}
@@ -90,7 +93,18 @@ class Profile:
                 self._exact[_render(prefix, body)] = index
 
     def template_of(self, line: str) -> int | None:
-        """Index of the template that explains `line`, or None."""
+        """Index of the template that explains `line`, or None (remembered: the lines of
+        one application repeat from screen to screen and run to run)."""
+        try:
+            return self._seen[line]
+        except KeyError:
+            pass
+        if len(self._seen) >= MAX_SEEN_LINES:
+            self._seen.clear()
+        index = self._seen[line] = self._explain(line)
+        return index
+
+    def _explain(self, line: str) -> int | None:
         prefix, body = _split(line)
         index = self._exact.get(_render(prefix, body))
         if index is not None:
@@ -111,7 +125,7 @@ class Profile:
                 unexplained.append(line)
             else:
                 found.add(index)
-        missing = [t for i, t in enumerate(self.templates) if self.salient[i] and i not in found]
+        missing = [self.templates[i] for i in self._salient if i not in found]
         return missing, sorted(unexplained)
 
     @property

@@ -59,10 +59,21 @@ class ImageRef:
                 self.size = image.size
                 factor = max(1, min(image.size) // min_side) if min_side else 1
                 image.load()
-                if image.mode not in ("L", "LA", "RGB", "RGBA"):  # palette, 16-bit: no reduce
+                if image.mode == "P":
+                    image = _palette_to_gray(image)
+                elif image.mode not in ("L", "LA", "RGB", "RGBA"):  # 16-bit etc.: no reduce
                     image = image.convert("L")
                 self._gray = (image.reduce(factor) if factor > 1 else image).convert("L")
         return self._gray
+
+
+def _palette_to_gray(image: Image.Image) -> Image.Image:
+    """A palette image in grayscale, exactly as ``convert("L")`` gives it, in a fraction of
+    the time: Pillow converts the 256 palette entries once, then the pixel indices go
+    through that table."""
+    ramp = Image.frombytes("P", (256, 1), bytes(range(256)))
+    ramp.putpalette(image.palette.tobytes(), image.palette.mode)
+    return image.point(list(ramp.convert("L").tobytes()), "L")
 
 
 @dataclass(frozen=True)
