@@ -10,6 +10,7 @@ successful runs (see :mod:`trustlayer.templates`).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,6 +35,7 @@ TOKEN = re.compile(r"<[a-z]+>|\w+|[^\w\s]", re.UNICODE)
 _MAY_BE_VOLATILE = re.compile(r"\d|just now|[0-9a-f]{12}", re.IGNORECASE)
 
 
+@lru_cache(maxsize=1 << 16)  # the lines of one application repeat from event to event
 def mask(text: str) -> str:
     """Replace the fixed volatile patterns in `text` and fold white space.
 
@@ -61,6 +63,14 @@ def text_lines(text: str | None, prefix: str) -> set[str]:
 _INLINE_VALUE = re.compile(r"""^(\s*- .*?["'\]]):\s+(.+)$""")
 
 
+@lru_cache(maxsize=1 << 16)
+def _yaml_node_lines(raw: str, inline_text: bool) -> tuple[str, ...]:
+    raw = raw.rstrip().removesuffix(":")  # a trailing colon only says "has children"
+    match = _INLINE_VALUE.match(raw)
+    parts = [raw] if not match else [match.group(1)] + ([match.group(2)] * inline_text)
+    return tuple(f"A|{masked}" for part in parts if (masked := mask(part)))
+
+
 def a11y_lines(a11y: Any, inline_text: bool = True) -> set[str]:
     """Lines of an accessibility tree given as a YAML-like string or nested JSON.
 
@@ -73,10 +83,7 @@ def a11y_lines(a11y: Any, inline_text: bool = True) -> set[str]:
     if isinstance(a11y, str):
         lines: set[str] = set()
         for raw in a11y.splitlines():
-            raw = raw.rstrip().removesuffix(":")  # a trailing colon only says "has children"
-            match = _INLINE_VALUE.match(raw)
-            parts = [raw] if not match else [match.group(1)] + ([match.group(2)] * inline_text)
-            lines.update(f"A|{masked}" for part in parts if (masked := mask(part)))
+            lines.update(_yaml_node_lines(raw, inline_text))
         return lines - {"A|-", "A|- :"}
     lines = set()
 

@@ -71,6 +71,8 @@ def _tolerated(unexplained: list[str], fp: Fingerprint, state: ModelState, setti
     """Whether the unexplained lines are within what the state's successful members showed
     of each other (its learned tolerance), when none of them holds a word that no
     successful run ever showed (an error message is news, a file listed is not)."""
+    if not unexplained:
+        return True
     content = len(content_lines(fp.lines))
     if len(unexplained) <= settings.unexplained_line_tolerance * content:
         return True

@@ -33,14 +33,16 @@ def _render(prefix: str, template: tuple[str, ...]) -> str:
     return f"{prefix}|{' '.join(template)}"
 
 
+@lru_cache(maxsize=1 << 16)
 def template_form(line: str) -> str:
     """A canonical line as an exact template renders it (tokens joined by spaces)."""
     return _render(*_split(line))
 
 
-def word_tokens(line: str) -> set[str]:
+@lru_cache(maxsize=1 << 16)
+def word_tokens(line: str) -> frozenset[str]:
     """The words (letters, at least three) of a canonical line or template."""
-    return {t for t in tokens(line.partition("|")[2]) if len(t) >= 3 and t.isalpha()}
+    return frozenset(t for t in tokens(line.partition("|")[2]) if len(t) >= 3 and t.isalpha())
 
 
 def _key(body: tuple[str, ...]) -> tuple[str, ...] | None:
