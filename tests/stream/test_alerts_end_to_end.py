@@ -103,9 +103,10 @@ def test_product_bug_runs_bring_the_regression_alert_to_firing(kafka, tmp_path):
         wait_for(lambda: (prometheus.value(
             f'sum(trustlayer_failure_causes_total{{task="{task}",cause="product_bug"}})') or 0)
             >= len(runs), 120, "the worker's product_bug failures", worker.log)
-        wait_for(lambda: "ProductBugFailuresRising" in prometheus.firing(), 60,
-                 "ProductBugFailuresRising firing", prometheus.log_path, worker.log)
-        assert "TaskFailureRateAboveBaseline" in prometheus.firing()
+        # the two alerts' rules are evaluated in turn, one may fire a cycle after the other
+        wanted = {"ProductBugFailuresRising", "TaskFailureRateAboveBaseline"}
+        wait_for(lambda: wanted <= prometheus.firing(), 60, f"{sorted(wanted)} firing",
+                 prometheus.log_path, worker.log)
     finally:
         prometheus.stop()
         worker.stop()
