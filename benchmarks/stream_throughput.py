@@ -50,6 +50,7 @@ from stream.topics import MAX_MESSAGE_BYTES, ensure_topics  # noqa: E402
 from stream.worker import DictStore, Source, StreamProcessor, WorkerSettings  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "jupyter"
+FLEET_AGENTS = 24  # runners publishing at once in the latency runs
 FETCH = MAX_MESSAGE_BYTES + 2 ** 20
 
 NOTHING_APP = textwrap.dedent('''
@@ -100,6 +101,26 @@ def copies(runs: list[list[dict]], count: int, tag: str) -> list[list[dict]]:
     return out
 
 
+def fleet(runs: list[list[dict]], agents: int) -> list[dict]:
+    """The events of `runs` as a fleet of `agents` runners publishes them: each runner goes
+    through its runs one after another, and the runners take turns event by event (so runs
+    start and end all the time, not all at once)."""
+    queues = [runs[i::agents] for i in range(agents)]
+    current = [iter(q.pop(0)) if q else None for q in queues]
+    events = []
+    while any(c is not None for c in current):
+        for i, run in enumerate(current):
+            if run is None:
+                continue
+            event = next(run, None)
+            if event is None:
+                current[i] = iter(queues[i].pop(0)) if queues[i] else None
+                event = next(current[i], None) if current[i] else None
+            if event is not None:
+                events.append(event)
+    return events
+
+
 async def produce(bootstrap: str, topic: str, events: list[dict], rate: float | None = None,
                   sent_at: dict | None = None) -> float:
     """Publish `events` (paced at `rate` per second if given); return the seconds taken."""
@@ -116,8 +137,8 @@ async def produce(bootstrap: str, topic: str, events: list[dict], rate: float | 
                     await asyncio.sleep(delay)
             future = await producer.send(topic, key=event["run_id"].encode(),
                                          value=json.dumps(event).encode())
-            if sent_at is not None:
-                sent_at[(event["run_id"], event["seq"])] = time.time()
+            if sent_at is not None:  # the first event of a run at this ts caused its verdicts
+                sent_at.setdefault((event["run_id"], event["ts"]), time.time())
             pending.append(future)
         await asyncio.gather(*pending)
     finally:
@@ -226,51 +247,55 @@ def nothing_throughput(kafka, topic: str, n: int, work: Path) -> float:
 
 
 def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: int,
-            work: Path) -> tuple[float, float, int]:
-    """p50, p99 (ms) from publishing an event to receiving the verdict it caused."""
+            work: Path, warmup: list[list[dict]]) -> tuple[float, float, int]:
+    """p50, p99 (ms) from publishing an event to receiving the verdict it caused, in a
+    steady state: the `warmup` runs go through first (unmeasured), then `runs` come from a
+    fleet of FLEET_AGENTS runners at `rate` events/s."""
     prefix = f"bl-{uuid.uuid4().hex[:6]}"
     topics = topic_names(prefix)
     ensure_topics(kafka.bootstrap, topics)
     app_id = f"lat-{uuid.uuid4().hex[:6]}"
     procs = [start_worker(kafka.bootstrap, prefix, app_id, models, 0, work / f"l{i}.log")
              for i in range(workers)]
-    ends = {run[0]["run_id"]: run[-1]["seq"] for run in runs}
     sent_at: dict = {}
     samples: list[float] = []
+
+    async def until_final(consumer: AIOKafkaConsumer, run_ids: set[str],
+                          publisher: asyncio.Task | None = None) -> None:
+        finals: set[str] = set()
+        while not run_ids <= finals:
+            batches = await consumer.getmany(timeout_ms=1000)
+            now = time.time()
+            for records in batches.values():
+                for record in records:
+                    verdict = json.loads(record.value)
+                    if verdict["final"]:
+                        finals.add(verdict["run_id"])
+                    # event_ts: the ts of the event that caused the verdict (a "running"
+                    # after an early warning comes from a later event than the run's first)
+                    cause = (verdict["run_id"], verdict["event_ts"])
+                    if cause in sent_at:
+                        samples.append(now - sent_at[cause])
+            if not batches and publisher is not None and publisher.done() \
+                    and publisher.exception():
+                raise publisher.exception()
 
     async def go() -> None:
         consumer = AIOKafkaConsumer(topics.verdicts, bootstrap_servers=kafka.bootstrap,
                                     group_id=None, auto_offset_reset="latest")
         await consumer.start()
         await asyncio.sleep(1.0)
-        finals: set[str] = set()
-        publisher = asyncio.create_task(produce(kafka.bootstrap, topics.events, interleave(runs),
-                                                rate, sent_at))
         try:
-            while len(finals) < len(runs):
-                batches = await consumer.getmany(timeout_ms=1000)
-                now = time.time()
-                for records in batches.values():
-                    for record in records:
-                        verdict = json.loads(record.value)
-                        rid = verdict["run_id"]
-                        if verdict["final"]:
-                            finals.add(rid)
-                        if verdict["status"] == "running":
-                            seq = 0
-                        elif verdict["final"] and verdict["status"] == "passed":
-                            seq = ends[rid]
-                        elif verdict["status"] in ("passed", "failed"):
-                            seq = verdict["detected_at_seq"]
-                        else:
-                            continue
-                        if (rid, seq) in sent_at:
-                            samples.append(now - sent_at[(rid, seq)])
-                if not batches and publisher.done() and publisher.exception():
-                    raise publisher.exception()
+            await produce(kafka.bootstrap, topics.events, interleave(warmup))
+            await until_final(consumer, {run[0]["run_id"] for run in warmup})
+            publisher = asyncio.create_task(produce(kafka.bootstrap, topics.events,
+                                                    fleet(runs, FLEET_AGENTS), rate, sent_at))
+            try:
+                await until_final(consumer, {run[0]["run_id"] for run in runs}, publisher)
+            finally:
+                await publisher
         finally:
             await consumer.stop()
-            await publisher
 
     try:
         for proc in procs:
@@ -365,10 +390,13 @@ def main() -> int:
         lat_runs = copies(test, n_runs, f"l{uuid.uuid4().hex[:4]}")
         total = sum(len(r) for r in lat_runs)
         print(f"\n3. publish -> verdict latency at {args.rate:.0f} events/s offered "
-              f"({total} events, {n_runs} runs, {total / args.rate:.0f} s)")
+              f"({total} events, {n_runs} runs from a fleet of {FLEET_AGENTS} runners, "
+              f"{total / args.rate:.0f} s, after {len(test)} warm-up runs)")
         for workers in (1, 2):
-            lat_runs = copies(test, n_runs, f"l{uuid.uuid4().hex[:4]}")
-            p50, p99, count = latency(kafka, models, lat_runs, args.rate, workers, work)
+            tag = uuid.uuid4().hex[:4]
+            lat_runs = copies(test, n_runs, f"l{tag}")
+            p50, p99, count = latency(kafka, models, lat_runs, args.rate, workers, work,
+                                      warmup=copies(test, len(test), f"w{tag}"))
             print(f"   {workers} worker{'s' if workers > 1 else ' '}: p50 {p50:6.1f} ms  "
                   f"p99 {p99:6.1f} ms  ({count} verdicts; goal p99 <= 50 ms)")
     return 0

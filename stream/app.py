@@ -63,7 +63,7 @@ class WorkerConfig:
     tick_interval: float = 1.0
     stall_seconds: float = 5.0
     batch_max: int = 500
-    batch_within: float = 0.005
+    batch_within: float = 0.001
     standby_replicas: int = 1
 
     @property
