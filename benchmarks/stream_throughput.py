@@ -6,7 +6,8 @@
    refinement off) ÷ a do-nothing Faust agent (same broker, same batching: the framework's
    ceiling; goal >= 0.5) ÷ raw aiokafka consumption;
 2. per-screenshot-event cost in the worker's processor (data URI decode, checks,
-   fingerprint, match) ÷ PNG decode cost of the same frames;
+   fingerprint, match) ÷ PNG decode cost of the same frames, and the same for events whose
+   screenshots the runner fingerprinted (``trustlayer replay --fingerprint``);
 3. p50/p99 publish -> verdict latency at a fixed offered load (default 500 events/s; goal
    p99 <= 50 ms), with one worker and with two workers in one group; the same throughput
    with two workers.
@@ -311,8 +312,19 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
     return quantile(0.5), quantile(0.99), len(samples)
 
 
-def screenshot_cost() -> tuple[float, float]:
-    """(ms per screenshot state event in the processor, ms per PNG decode)."""
+def processing_cost(registry: ModelRegistry, runs: list[list[dict]]) -> float:
+    """Seconds the worker's processor takes for the records of `runs`."""
+    records = [(e["run_id"].encode(), json.dumps(e).encode(), Source(0, i, time.time()))
+               for i, e in enumerate(interleave(runs))]
+    processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
+    start = time.perf_counter()
+    processor.process_batch(records)
+    return time.perf_counter() - start
+
+
+def screenshot_cost() -> tuple[float, float, float]:
+    """(ms per screenshot state event in the processor, the same with the screenshots
+    fingerprinted by the runner, ms per PNG decode)."""
     train = [[e for e in run] for run in read_events([EXAMPLES / "train"])]
     model = learn([_run(r) for r in train])
     registry = ModelRegistry()
@@ -326,13 +338,9 @@ def screenshot_cost() -> tuple[float, float]:
         with Image.open(io.BytesIO(data)) as image:
             image.load()
     decode = (time.perf_counter() - start) / len(frames)
-    records = [(e["run_id"].encode(), json.dumps(e).encode(), Source(0, i, time.time()))
-               for i, e in enumerate(interleave(test))]
-    processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
-    start = time.perf_counter()
-    processor.process_batch(records)
-    per_event = (time.perf_counter() - start) / len(frames)
-    return per_event * 1000, decode * 1000
+    per_event = processing_cost(registry, test) / len(frames)
+    printed = processing_cost(registry, read_events([EXAMPLES / "test"], "fingerprint"))
+    return per_event * 1000, printed / len(frames) * 1000, decode * 1000
 
 
 def _run(events: list[dict]):
@@ -349,8 +357,8 @@ def main() -> int:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="trustlayer-bench-"))
 
-    train = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "train"], inline=False)]
-    test = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "test"], inline=False)]
+    train = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "train"], "path")]
+    test = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "test"], "path")]
     model = learn([_run(r) for r in train])
     models = work / "models"
     models.mkdir()
@@ -381,10 +389,12 @@ def main() -> int:
         print(f"   two workers                 {worker_2:9.0f} events/s = "
               f"{worker_2 / worker_1:.2f} x one worker, {worker_2 / nothing:.2f} x do-nothing")
 
-        per_event, decode = screenshot_cost()
+        per_event, printed, decode = screenshot_cost()
         print("\n2. screenshot events (in the worker's processor, no broker)")
         print(f"   per screenshot event {per_event:.2f} ms / PNG decode {decode:.2f} ms = "
               f"{per_event / decode:.2f}")
+        print(f"   fingerprinted by the runner (replay --fingerprint) {printed:.2f} ms / PNG "
+              f"decode = {printed / decode:.2f}")
 
         n_runs = max(1, int(args.rate * args.seconds / per_run))
         lat_runs = copies(test, n_runs, f"l{uuid.uuid4().hex[:4]}")

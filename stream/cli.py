@@ -84,7 +84,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     names = topic_names(args.topics)
     ensure_topics(args.broker, names)
     stats = replay(args.broker, names.events, args.paths, speed=args.speed,
-                   stagger=args.stagger, inline=not args.by_reference)
+                   stagger=args.stagger, screenshots=args.screenshots)
     print(f"published {stats.events} events of {stats.runs} runs ({stats.bytes / 1e6:.1f} MB) "
           f"to {names.events} in {stats.seconds:.1f} s", file=sys.stderr)
     return EXIT_OK
@@ -284,9 +284,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="time factor (2: twice as fast; 0: as fast as possible)")
     p.add_argument("--stagger", type=float, default=0.0, metavar="S",
                    help="seconds between the runs' starts (default 0: all at once)")
-    p.add_argument("--by-reference", action="store_true",
-                   help="keep screenshot paths (the worker needs --images DIR) instead of "
-                   "inlining them as data: URIs")
+    shots = p.add_mutually_exclusive_group()
+    shots.add_argument("--by-reference", dest="screenshots", action="store_const", const="path",
+                       default="inline", help="keep screenshot paths (the worker needs "
+                       "--images DIR) instead of inlining them as data: URIs")
+    shots.add_argument("--fingerprint", dest="screenshots", action="store_const",
+                       const="fingerprint", help="send each screenshot's fingerprint instead "
+                       "of the image, as a fingerprinting runner would (small events; the "
+                       "worker decodes nothing)")
     p.set_defaults(func=cmd_replay)
 
     p = subparsers.add_parser("verdicts", help="follow the verdict topic")

@@ -3,8 +3,10 @@
 Every run of a trace directory starts at once (or `stagger` seconds apart) and its events are
 published at their recorded offsets from the run's first event, divided by `speed` (``0``: as
 fast as possible, still interleaved in that order). Screenshots travel inline as ``data:``
-URIs (the broker's message limit applies) or, with ``inline=False``, as the paths the trace
-has, for a worker that reads the same directory (``--images``). Events keep their recorded
+URIs (``"inline"``; the broker's message limit applies), as the paths the trace has
+(``"path"``), for a worker that reads the same directory (``--images``), or as their
+fingerprints (``"fingerprint"``, see :mod:`trustlayer.publisher`): small events, and the
+worker decodes no image. Events keep their recorded
 ``ts``: the worker's timer measures silence by the wall time since publication, so a faster
 replay never makes a run look late.
 """
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from trustlayer.publisher import fingerprint_screenshots
 from trustlayer.traces import read_run, trace_files
 
 from stream.topics import MAX_MESSAGE_BYTES
@@ -36,20 +39,23 @@ def inline_screenshot(event: dict, base_dir: Path) -> dict:
     return {**event, "observation": {**observation, "screenshot": f"data:{mime};base64,{data}"}}
 
 
-def read_events(paths: Sequence[str | Path], inline: bool = True) -> list[list[dict]]:
-    """The events of every run under `paths`, as JSON objects, one list per run.
+SCREENSHOT_MODES = {"inline": inline_screenshot, "path": lambda event, base_dir: event,
+                    "fingerprint": fingerprint_screenshots}
+
+
+def read_events(paths: Sequence[str | Path], screenshots: str = "inline") -> list[list[dict]]:
+    """The events of every run under `paths`, as JSON objects, one list per run, with their
+    screenshots as `screenshots` says (a key of SCREENSHOT_MODES).
 
     Each file is first read with :func:`trustlayer.traces.read_run`, so a bad trace fails
     here with its file and line (:class:`~trustlayer.traces.TraceError`), not in the worker.
     """
+    convert = SCREENSHOT_MODES[screenshots]
     runs = []
     for path in trace_files(paths):
         read_run(path)
         lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        events = [json.loads(line) for line in lines]
-        if inline:
-            events = [inline_screenshot(event, path.parent) for event in events]
-        runs.append(events)
+        runs.append([convert(json.loads(line), path.parent) for line in lines])
     return runs
 
 
@@ -126,9 +132,9 @@ async def publish(bootstrap: str, topic: str, plan: Sequence[tuple[float, dict]]
 
 
 def replay(bootstrap: str, topic: str, paths: Sequence[str | Path], speed: float = 1.0,
-           stagger: float = 0.0, inline: bool = True) -> ReplayStats:
+           stagger: float = 0.0, screenshots: str = "inline") -> ReplayStats:
     """Read the runs under `paths` and publish them (blocking)."""
-    plan = schedule(read_events(paths, inline), speed, stagger)
+    plan = schedule(read_events(paths, screenshots), speed, stagger)
     started = time.monotonic()
     stats = asyncio.run(publish(bootstrap, topic, plan))
     stats.seconds = time.monotonic() - started

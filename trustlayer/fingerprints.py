@@ -75,9 +75,11 @@ def fingerprint(observation: Observation, thumbnail_size: int,
     lines |= a11y_lines(observation.a11y, inline_text=not observation.text)
     lines |= file_facts(observation.files, baseline_files)
     phash = thumbnail = image_sha = None
-    shot = observation.screenshot
+    shot, printed = observation.screenshot, observation.screenshot_print
     if shot is not None:
         image_sha = shot.sha256
         phash, thumbnail = image_signature(shot.gray(min_side=HASH_IMAGE_SIZE * 4), thumbnail_size)
+    elif printed is not None:  # fingerprinted by the runner: nothing to decode
+        image_sha, phash, thumbnail = printed.sha256, printed.phash, printed.thumbnail
     return Fingerprint(frozenset(lines), image_sha, phash, thumbnail, observation.title,
                        observation.label)

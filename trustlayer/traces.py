@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -27,7 +28,8 @@ EVENT_KINDS = ("state", "action", "end")
 ACTION_TYPES = ("click", "key", "type", "scroll", "wait", "navigate", "tool", "api")
 OUTCOMES = ("success", "failure", "unknown")
 SELF_REPORTS = ("success", "failure")
-OBSERVATION_CONTENT = ("screenshot", "text", "a11y", "files")
+OBSERVATION_CONTENT = ("screenshot", "screenshot_fingerprint", "text", "a11y", "files")
+HEX64, HEX16 = re.compile(r"[0-9a-f]{64}"), re.compile(r"[0-9a-f]{16}")
 IMAGE_FORMATS = ("PNG", "JPEG", "WEBP")
 
 
@@ -67,6 +69,37 @@ class ImageRef:
         return self._gray
 
 
+@dataclass(frozen=True)
+class ScreenshotPrint:
+    """A screenshot fingerprinted by the runner (the ``screenshot_fingerprint`` extension of
+    the format, see docs/TRACE_FORMAT.md): what the equivalence tiers need, not the image."""
+
+    sha256: str
+    phash: int
+    thumbnail: bytes
+
+
+def _parse_screenshot_print(obj: Any, settings: Settings, source: str,
+                            line: int | None) -> ScreenshotPrint:
+    name = "observation.screenshot_fingerprint"
+    if not isinstance(obj, dict):
+        raise TraceError(f"{name} must be an object {{sha256, phash, thumbnail}}", source, line)
+    sha, phash, thumbnail = obj.get("sha256"), obj.get("phash"), obj.get("thumbnail")
+    if not isinstance(sha, str) or not HEX64.fullmatch(sha):
+        raise TraceError(f"{name}.sha256 must be 64 lowercase hex digits", source, line)
+    if not isinstance(phash, str) or not HEX16.fullmatch(phash):
+        raise TraceError(f"{name}.phash must be 16 lowercase hex digits", source, line)
+    try:
+        pixels = base64.b64decode(thumbnail if isinstance(thumbnail, str) else b"?", validate=True)
+    except (binascii.Error, ValueError):
+        raise TraceError(f"{name}.thumbnail must be base64", source, line) from None
+    size = settings.thumbnail_size
+    if len(pixels) != size * size:
+        raise TraceError(f"{name}.thumbnail has {len(pixels)} bytes, not {size}x{size} gray "
+                         "pixels (the model's thumbnail_size)", source, line)
+    return ScreenshotPrint(sha, int(phash, 16), pixels)
+
+
 def _palette_to_gray(image: Image.Image) -> Image.Image:
     """A palette image in grayscale, exactly as ``convert("L")`` gives it, in a fraction of
     the time: Pillow converts the 256 palette entries once, then the pixel indices go
@@ -101,6 +134,7 @@ class Observation:
     """What the runner observed in one state."""
 
     screenshot: ImageRef | None = None
+    screenshot_print: ScreenshotPrint | None = None
     text: str | None = None
     a11y: Any = None
     url: str | None = None
@@ -229,8 +263,8 @@ def _parse_observation(obj: Any, base_dir: Path | None, settings: Settings, sour
     if not isinstance(obj, dict):
         raise TraceError("field 'observation' must be an object", source, line)
     if not any(obj.get(name) is not None for name in OBSERVATION_CONTENT):
-        raise TraceError("observation needs at least one of screenshot, text, a11y, files",
-                         source, line)
+        raise TraceError("observation needs at least one of screenshot, text, a11y, files "
+                         "(or a screenshot_fingerprint)", source, line)
     screenshot = obj.get("screenshot")
     if screenshot is not None and not isinstance(screenshot, str):
         raise TraceError("observation.screenshot must be a string", source, line)
@@ -241,9 +275,13 @@ def _parse_observation(obj: Any, base_dir: Path | None, settings: Settings, sour
     if files is not None and (not isinstance(files, dict)
                               or not all(isinstance(v, str) for v in files.values())):
         raise TraceError("observation.files must be an object {path: sha256}", source, line)
-    known = {"screenshot", "text", "a11y", "url", "title", "files", "label"}
+    printed = obj.get("screenshot_fingerprint")
+    known = {"screenshot", "screenshot_fingerprint", "text", "a11y", "url", "title", "files",
+             "label"}
     return Observation(
         screenshot=load_image(screenshot, base_dir, settings, source, line) if screenshot else None,
+        screenshot_print=None if printed is None else
+        _parse_screenshot_print(printed, settings, source, line),
         text=_optional_str(obj, "text", source, line), a11y=a11y,
         url=_optional_str(obj, "url", source, line), title=_optional_str(obj, "title", source, line),
         files=files, label=_optional_str(obj, "label", source, line),

@@ -12,7 +12,8 @@ from prometheus_client import generate_latest
 
 from stream.registry import ModelRegistry
 from stream.worker import DictStore, Output, Source, StreamProcessor, WorkerSettings, dlq_reason
-from streamkit import (REPO, as_records, bad_records, batch_verdicts, example_events, finals,
+from stream.replay import read_events
+from streamkit import (REPO, TEST, as_records, bad_records, batch_verdicts, example_events, finals,
                        interleave, model, png, renamed)
 
 
@@ -41,6 +42,16 @@ def test_interleaved_runs_get_the_batch_validators_verdicts():
     same_as_batch(finals(out.verdicts))
     assert not out.dlq
     assert all(r["model_version"] == model().version for _, r in out.verdicts)
+
+
+def test_runs_whose_screenshots_the_runner_fingerprinted_get_the_batch_verdicts():
+    runs = read_events([TEST], "fingerprint")
+    states = [e["observation"] for run in runs for e in run if e["kind"] == "state"]
+    assert any("screenshot_fingerprint" in o for o in states)
+    assert not any("screenshot" in o for o in states)
+    out = processor().process_batch(as_records(interleave(runs)))
+    assert not out.dlq
+    same_as_batch(finals(out.verdicts))
 
 
 def test_a_verdict_only_when_the_status_changes():

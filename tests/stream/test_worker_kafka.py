@@ -1,6 +1,7 @@
 """The streaming worker against the real Kafka 4.4 broker (fixture `kafka`): the demo equals
 the batch validator; kill -9 and restart; two workers share runs and one leaves; bad events
-go to the DLQ; hot swap, refinement, rollback and history through the models topic."""
+go to the DLQ; hot swap, refinement, rollback and history through the models topic; runs
+replayed with fingerprints instead of images."""
 from __future__ import annotations
 
 import json
@@ -256,3 +257,26 @@ def test_the_timer_fails_a_run_that_goes_silent(kafka, tmp_path):
     assert "lasted" in final["reason"] or "not reached within" in final["reason"]
     assert final["verdict_ts"] > final["event_ts"]
     assert took < 60
+
+
+def test_replay_with_fingerprints_sends_small_events_and_gets_the_same_verdicts(kafka, tmp_path):
+    """`trustlayer replay --fingerprint`, as a fingerprinting runner publishes: no image
+    crosses the broker, and every run's final verdict is the batch validator's."""
+    prefix, topics, models = setup(kafka, tmp_path)
+    worker = Worker(kafka.bootstrap, prefix, unique("printed"), models, tmp_path / "w.log")
+    try:
+        worker.wait_ready()
+        replay = trustlayer("replay", str(TEST), "--fingerprint", "--speed", "0",
+                            "--broker", kafka.bootstrap, "--topics", prefix)
+        assert replay.returncode == 0, replay.stderr[-2000:]
+        values = read_topic(kafka.bootstrap, topics.verdicts, all_final(example_events()),
+                            timeout=90)
+    finally:
+        worker.stop()
+    check_finals(values, [list(run) for run in example_events()])
+    events = read_topic(kafka.bootstrap, topics.events, lambda v: False, timeout=2)
+    states = [e["observation"] for e in events if e["kind"] == "state"]
+    assert states and all("screenshot" not in o for o in states)
+    assert sum("screenshot_fingerprint" in o for o in states) > 0
+    inline = sum(len(json.dumps(e)) for run in example_events() for e in run)
+    assert sum(len(json.dumps(e)) for e in events) < inline / 2
