@@ -1,11 +1,19 @@
 """The structure tier's learned tolerance: how much a new member of a state may show that
 no template explains is learned from how much the successful members showed of each other,
-and never covers words no successful run showed."""
-from trustlayer.equivalence import decide
+and never covers words no successful run showed; the matcher's quick set test loses no match."""
+from pathlib import Path
+
+from trustlayer.equivalence import decide, judge
 from trustlayer.fingerprints import Fingerprint
+from trustlayer.index import index_of
+from trustlayer.learn import learn
 from trustlayer.model import ModelState
 from trustlayer.settings import Settings
+from trustlayer.steps import run_steps
 from trustlayer.templates import learn_profile, novelty, word_tokens
+from trustlayer.traces import read_runs
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jupyter"
 
 EDITOR = {"T|notes.txt - Editor", "X|File", "X|Edit", "X|View", "X|Help", "X|hello world",
           "X|Ln 1, Col 1", "X|Spaces: 4", "X|UTF-8", "X|Plain Text", "X|notes.txt"}
@@ -66,3 +74,19 @@ def test_a_missing_salient_line_is_never_tolerated():
     renamed = {line.replace("notes.txt", "draft.md") for line in EDITOR}
     decision = decide(fp(renamed), editor, Settings(), known_words=known_words(editor))
     assert decision.verdict == "different" and decision.evidence["missing"]
+
+
+def test_the_plausible_candidates_lose_no_match():
+    """The matcher's set test (every exact salient line present) drops only states the
+    structure tier calls different, on real frames of the example runs."""
+    model = learn(read_runs([EXAMPLES / "train"]))
+    index, dropped = index_of(model), 0
+    for run in read_runs([EXAMPLES / "test"]):
+        for step in run_steps(run, model.settings):
+            fp = step.fingerprint
+            candidates, plausible = index.candidates(fp), index.plausible(fp)
+            assert plausible <= candidates
+            same = {sid for sid in candidates if judge(model, fp, sid).same}
+            assert same <= plausible, step.seq
+            dropped += len(candidates - plausible)
+    assert dropped > 0

@@ -61,10 +61,13 @@ class StateIndex:
         self.unanchored: set[str] = set()
         self.size = len(model.states)
         self.vocabulary: set[str] = set()
+        self.by_image: dict[str, set[str]] = {}
         anchors: dict[str, list[str]] = {}
         for sid, state in model.states.items():
             for template in state.profile.templates:
                 self.vocabulary.update(word_tokens(template))
+            for sha in state.image_shas:
+                self.by_image.setdefault(sha, set()).add(sid)
             for phash in state.phashes:
                 self.near.add(phash, sid)
                 if not state.structural:
@@ -76,6 +79,7 @@ class StateIndex:
         self.known_words = frozenset(
             word for sid, state in model.states.items() if sid not in negative
             for template in state.profile.templates for word in word_tokens(template))
+        self.required = {sid: frozenset(lines) for sid, lines in anchors.items() if lines}
         holders = Counter(t for lines in anchors.values() for t in lines)
         for sid, lines in anchors.items():
             if not lines:
@@ -91,15 +95,28 @@ class StateIndex:
         return sorted({word for line in fp.lines for word in word_tokens(line)} - self.vocabulary)
 
     def candidates(self, fp: Fingerprint) -> set[str]:
-        """Model states that could be the observed state (a superset of the matches)."""
+        """Model states that could be the observed state (a superset of the matches, with
+        near misses: what a report shows)."""
+        return self._candidates(fp, {template_form(line) for line in fp.lines})
+
+    def _candidates(self, fp: Fingerprint, forms: set[str]) -> set[str]:
         found = set(self.unanchored) if fp.has_structure else set()
         if fp.phash is not None:
             found |= self.near.within(fp.phash)
             if not fp.has_structure:  # screens without text: the SSIM band needs more
                 found |= self.wide.within(fp.phash)
-        for line in fp.lines:
-            found.update(self.by_line.get(template_form(line), ()))
+        for form in forms:
+            found.update(self.by_line.get(form, ()))
         return found
+
+    def plausible(self, fp: Fingerprint) -> set[str]:
+        """The candidates that can still be *same*: the observation has every exact
+        salient line of theirs, or a member's very image (a set test instead of the
+        structure tier's line-by-line check, for the states that would fail it)."""
+        forms = {template_form(line) for line in fp.lines}
+        exact = self.by_image.get(fp.image_sha, ()) if fp.image_sha else ()
+        return {sid for sid in self._candidates(fp, forms)
+                if sid in exact or self.required.get(sid, frozenset()) <= forms}
 
 
 def index_of(model: Model) -> StateIndex:

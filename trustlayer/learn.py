@@ -150,7 +150,7 @@ def _negatives(model: Model, failed: Sequence[Run], causes: dict[str, str | None
     unmatched: list[tuple[str, Step]] = []
     for run in failed:
         steps = run_steps(run, settings)
-        matched = [[sid for sid in index.candidates(step.fingerprint)
+        matched = [[sid for sid in index.plausible(step.fingerprint)
                     if decide(step.fingerprint, model.states[sid], settings,
                               known_words=index.known_words).same]
                    for step in steps]

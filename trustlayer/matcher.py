@@ -87,7 +87,7 @@ class Matcher:
 
     def _matches(self, step) -> list[str]:
         found = []
-        for sid in sorted(index_of(self.model).candidates(step.fingerprint)):
+        for sid in sorted(index_of(self.model).plausible(step.fingerprint)):
             llm = self._llm_for_run()
             decision = judge(self.model, step.fingerprint, sid, llm)
             if decision.evidence.get("llm_called"):
