@@ -353,7 +353,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20000, help="events in the throughput runs")
     parser.add_argument("--rate", type=float, default=500.0, help="offered load for latency")
-    parser.add_argument("--seconds", type=float, default=20.0, help="length of the latency runs")
+    parser.add_argument("--seconds", type=float, default=30.0,
+                        help="length of the latency runs (the p99 of shorter ones is noisy)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="trustlayer-bench-"))
 
