@@ -43,7 +43,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
 from trustlayer.learn import learn  # noqa: E402
 from trustlayer.traces import parse_event  # noqa: E402
 
-from stream.broker import EmbeddedKafka, free_port  # noqa: E402
+from stream.broker import EmbeddedKafka, free_port, stop_process  # noqa: E402
 from stream.cli import topic_names  # noqa: E402
 from stream.registry import ModelRegistry  # noqa: E402
 from stream.replay import read_events, round_robin as interleave  # noqa: E402
@@ -194,15 +194,6 @@ def events_processed(ports: list[int]) -> float:
     return total
 
 
-def stop(proc) -> None:
-    proc.terminate()
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def worker_throughput(kafka, models: Path, events: list[dict], workers: int, work: Path) -> float:
     """Events/s of `workers` workers over `events` published beforehand (startup excluded)."""
     prefix = f"bt-{uuid.uuid4().hex[:6]}"
@@ -227,7 +218,7 @@ def worker_throughput(kafka, models: Path, events: list[dict], workers: int, wor
         raise RuntimeError(f"only {events_processed(ports)} of {len(events)} events processed")
     finally:
         for proc in procs:
-            stop(proc)
+            stop_process(proc, 20)
 
 
 def nothing_throughput(kafka, topic: str, n: int, work: Path) -> float:
@@ -244,7 +235,7 @@ def nothing_throughput(kafka, topic: str, n: int, work: Path) -> float:
                 return int(count) / (float(t1) - float(t0))
         raise RuntimeError("the do-nothing agent exited")
     finally:
-        stop(proc)
+        stop_process(proc, 20)
 
 
 def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: int,
@@ -306,7 +297,7 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
         asyncio.run(go())
     finally:
         for proc in procs:
-            stop(proc)
+            stop_process(proc, 20)
     samples.sort()
     quantile = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))] * 1000
     return quantile(0.5), quantile(0.99), len(samples)

@@ -74,6 +74,18 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def stop_process(proc: subprocess.Popen, timeout: float = 15.0) -> int:
+    """Stop a child process by its PID: SIGTERM, then SIGKILL if it is still there after
+    `timeout` seconds. Returns its exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            return proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return proc.wait()
+
+
 def new_cluster_id() -> str:
     """A random cluster id as Kafka writes one (Uuid: 16 bytes, URL-safe base64, no padding)."""
     while True:
@@ -348,16 +360,8 @@ class EmbeddedKafka:
 
     def _kill(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.kill(proc.pid, signal.SIGTERM)
-            proc.wait(self.stop_timeout)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-        except ProcessLookupError:
-            pass
+        if proc is not None:
+            stop_process(proc, self.stop_timeout)
 
     def _log_tail(self, lines: int = 40) -> str:
         text = []

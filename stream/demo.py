@@ -29,6 +29,7 @@ from trustlayer.cli import EXIT_BAD_INPUT, EXIT_OK, verdict_record
 from trustlayer.learn import learn
 from trustlayer.settings import Settings
 
+from stream.broker import stop_process
 from stream.cli import follow, topic_names, verdict_line
 from stream.registry import training_set
 from stream.replay import publish, read_events, schedule
@@ -80,13 +81,7 @@ class WorkerProcess:
         return False
 
     def stop(self, timeout: float = 15.0) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, timeout)
         self.log.close()
 
 

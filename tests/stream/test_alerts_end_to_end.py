@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stream.broker import free_port
+from stream.broker import free_port, stop_process
 from stream.cli import topic_names
 from stream.topics import ensure_topics
 from streamkit import Worker, example_events, interleave, model, publish_events, renamed, unique
@@ -59,12 +59,7 @@ class Prometheus:
         return {a["labels"]["alertname"] for a in alerts if a["state"] == "firing"}
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
         self.log.close()
 
 
