@@ -3,65 +3,14 @@ scrapes a real worker on the real broker while runs with product bugs are replay
 regression alert reaches `firing`."""
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
-import pytest
-import yaml
-
-from stream.broker import free_port, stop_process
+from stream.broker import free_port
 from stream.cli import topic_names
 from stream.topics import ensure_topics
-from streamkit import Worker, example_events, interleave, model, publish_events, renamed, unique
-
-RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "alerts.yml"
-
-
-class Prometheus:
-    """The Debian `prometheus` server on a free port, scraping one target."""
-
-    def __init__(self, directory: Path, target: str):
-        binary = shutil.which("prometheus")
-        if not binary:
-            pytest.fail("prometheus not found: apt-get install -y prometheus", pytrace=False)
-        shutil.copy(RULES, directory / "alerts.yml")
-        (directory / "prometheus.yml").write_text(yaml.safe_dump({
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": ["alerts.yml"],
-            "scrape_configs": [{"job_name": "trustlayer-worker",
-                                "static_configs": [{"targets": [target]}]}]}))
-        self.port, self.log_path = free_port(), directory / "prometheus.log"
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [binary, f"--config.file={directory / 'prometheus.yml'}",
-             f"--storage.tsdb.path={directory / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}"],
-            cwd=directory, stdout=self.log, stderr=subprocess.STDOUT)
-
-    def api(self, path: str) -> dict | None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v1/{path}",
-                                        timeout=2) as answer:
-                return json.load(answer)["data"]
-        except OSError:
-            return None
-
-    def value(self, query: str) -> float | None:
-        data = self.api("query?query=" + urllib.request.quote(query))
-        return float(data["result"][0]["value"][1]) if data and data["result"] else None
-
-    def firing(self) -> set[str]:
-        alerts = (self.api("alerts") or {}).get("alerts", [])
-        return {a["labels"]["alertname"] for a in alerts if a["state"] == "firing"}
-
-    def stop(self) -> None:
-        stop_process(self.proc)
-        self.log.close()
-
+from streamkit import (Prometheus, Worker, example_events, interleave, model, publish_events,
+                       renamed, unique)
 
 def wait_for(condition, timeout: float, what: str, *logs: Path) -> None:
     deadline = time.monotonic() + timeout
@@ -102,6 +51,7 @@ def test_product_bug_runs_bring_the_regression_alert_to_firing(kafka, tmp_path):
         wanted = {"ProductBugFailuresRising", "TaskFailureRateAboveBaseline"}
         wait_for(lambda: wanted <= prometheus.firing(), 60, f"{sorted(wanted)} firing",
                  prometheus.log_path, worker.log)
+        assert wanted <= prometheus.firing()
     finally:
         prometheus.stop()
         worker.stop()

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import yaml
+from prometheus_client import CollectorRegistry, Counter, start_http_server
+
+from stream.broker import free_port
+from streamkit import Prometheus
 
 PROM_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 ALERTS = {
@@ -78,82 +83,35 @@ def test_real_prometheus_fires_regression_alerts(tmp_path):
     """A real Prometheus (1 s scrape and rule intervals) scraping worker-like metrics: product-bug
     failures of a task with no history bring ProductBugFailuresRising and
     TaskFailureRateAboveBaseline to `firing` (no `for:` on them, default baseline)."""
-    import json
-    import socket
-    import time
-    import urllib.request
-
-    from prometheus_client import CollectorRegistry, Counter, start_http_server
-
-    prometheus = shutil.which("prometheus")
-    if not prometheus:
-        pytest.fail("prometheus not found: apt-get install -y prometheus (don't start its service)",
-                    pytrace=False)
-
-    def free_port() -> int:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
     registry = CollectorRegistry()
     runs = Counter("trustlayer_runs_total", "runs", ["task", "status"], registry=registry)
     causes = Counter("trustlayer_failure_causes_total", "causes", ["task", "cause"], registry=registry)
     for status in ("passed", "failed"):  # series start at 0, so the first failures count
         runs.labels("checkout", status)
     causes.labels("checkout", "product_bug")
-    exporter_port, prom_port = free_port(), free_port()
+    exporter_port = free_port()
     server, thread = start_http_server(exporter_port, addr="127.0.0.1", registry=registry)
-
-    (tmp_path / "alerts.yml").write_text((PROM_DIR / "alerts.yml").read_text())
-    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": ["alerts.yml"],
-        "scrape_configs": [{"job_name": "trustlayer-worker",
-                            "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}],
-    }))
-    log = open(tmp_path / "prometheus.log", "wb")
-    proc = subprocess.Popen(
-        [prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
-         f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{prom_port}"],
-        cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
-    )
-
-    def api(path: str) -> dict | None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{prom_port}/api/v1/{path}", timeout=2) as r:
-                return json.load(r)["data"]
-        except OSError:
-            return None
-
-    def firing() -> set[str]:
-        alerts = (api("alerts") or {}).get("alerts", [])
-        return {a["labels"]["alertname"] for a in alerts if a["state"] == "firing"}
+    prometheus = Prometheus(tmp_path, f"127.0.0.1:{exporter_port}")
 
     def scraped_zeroes() -> bool:  # the counters' 0 was scraped, so every failure counts
-        data = api("query?query=count_over_time(trustlayer_runs_total%5B1m%5D)")
+        data = prometheus.api("query?query=count_over_time(trustlayer_runs_total%5B1m%5D)")
         return bool(data and data["result"] and min(float(r["value"][1]) for r in data["result"]) >= 2)
 
     wanted = {"ProductBugFailuresRising", "TaskFailureRateAboveBaseline"}
     try:
         deadline = time.monotonic() + 45
         while time.monotonic() < deadline and not scraped_zeroes():
-            assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()[-3000:]
+            assert prometheus.proc.poll() is None, prometheus.log_path.read_text()[-3000:]
             time.sleep(0.2)
         failed = 0
-        while time.monotonic() < deadline and not wanted <= firing():
+        while time.monotonic() < deadline and not wanted <= prometheus.firing():
             if failed < 10:
                 runs.labels("checkout", "failed").inc()
                 causes.labels("checkout", "product_bug").inc()
                 failed += 1
             time.sleep(0.5)
-        got = firing()
+        got = prometheus.firing()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        prometheus.stop()
         server.shutdown()
-    assert wanted <= got, (tmp_path / "prometheus.log").read_text()[-3000:]
+    assert wanted <= got, prometheus.log_path.read_text()[-3000:]
