@@ -17,8 +17,8 @@ import numpy as np
 from trustlayer.align import content, group_states
 from trustlayer.dominators import SUCCESS, START, VISIT_MARK, essential_chain, \
     convergence_points, immediate_dominators, merged_graph, unroll_visits
-from trustlayer.equivalence import decide
-from trustlayer.index import StateIndex
+from trustlayer.equivalence import decide, judge
+from trustlayer.index import index_of
 from trustlayer.model import Model, ModelState
 from trustlayer.naming import name_states
 from trustlayer.settings import Settings
@@ -146,14 +146,12 @@ def _negatives(model: Model, failed: Sequence[Run], causes: dict[str, str | None
     """States of failed runs, after the last milestone they reached, that match no state of
     the successful runs and show words no successful run ever showed: seen only when
     things go wrong (an error dialog), not merely somewhere the successful runs never went."""
-    index = StateIndex(model)
+    index = index_of(model)
     unmatched: list[tuple[str, Step]] = []
     for run in failed:
         steps = run_steps(run, settings)
         matched = [[sid for sid in index.plausible(step.fingerprint)
-                    if decide(step.fingerprint, model.states[sid], settings,
-                              known_words=index.known_words).same]
-                   for step in steps]
+                    if judge(model, step.fingerprint, sid).same] for step in steps]
         reached = max((i for i, ids in enumerate(matched) if set(ids) & set(model.essential)),
                       default=-1)
         unmatched += [(run.run_id, step) for i, step in enumerate(steps)
