@@ -60,12 +60,16 @@ class StateIndex:
         self.by_line: dict[str, set[str]] = {}
         self.unanchored: set[str] = set()
         self.size = len(model.states)
-        self.vocabulary: set[str] = set()
+        self.vocabulary: set[str] = set()  # words of every state's templates
+        known: set[str] = set()  # ... of the successful runs' states only
+        negative = set(model.negative)
         self.by_image: dict[str, set[str]] = {}
         anchors: dict[str, list[str]] = {}
         for sid, state in model.states.items():
-            for template in state.profile.templates:
-                self.vocabulary.update(word_tokens(template))
+            words = set().union(*map(word_tokens, state.profile.templates))
+            self.vocabulary |= words
+            if sid not in negative:
+                known |= words
             for sha in state.image_shas:
                 self.by_image.setdefault(sha, set()).add(sid)
             for phash in state.phashes:
@@ -75,10 +79,7 @@ class StateIndex:
             if state.structural:
                 anchors[sid] = [t for t in state.profile.salient_templates
                                 if WILDCARD not in t and not t.startswith(("T|", "U|"))]
-        negative = set(model.negative)
-        self.known_words = frozenset(
-            word for sid, state in model.states.items() if sid not in negative
-            for template in state.profile.templates for word in word_tokens(template))
+        self.known_words = frozenset(known)
         self.required = {sid: frozenset(lines) for sid, lines in anchors.items() if lines}
         holders = Counter(t for lines in anchors.values() for t in lines)
         for sid, lines in anchors.items():
