@@ -14,7 +14,7 @@ import numpy as np
 from PIL import Image
 
 from trustlayer.canonical import a11y_lines, file_facts, text_lines, url_line
-from trustlayer.traces import Observation
+from trustlayer.traces import ImageRef, Observation
 
 HASH_IMAGE_SIZE = 32
 
@@ -56,10 +56,11 @@ class Fingerprint:
                    data.get("title"), data.get("label"))
 
 
-def image_signature(gray: Image.Image, thumbnail_size: int) -> tuple[int, bytes]:
-    """Perceptual hash (DCT pHash of a downscaled copy) and thumbnail bytes of a
-    grayscale image."""
-    small = gray.resize((HASH_IMAGE_SIZE * 4, HASH_IMAGE_SIZE * 4), Image.Resampling.BOX)
+def image_signature(shot: ImageRef, thumbnail_size: int) -> tuple[int, bytes]:
+    """Perceptual hash (DCT pHash of a downscaled grayscale copy) and thumbnail bytes of a
+    screenshot (what a runner-side publisher sends instead of it, too)."""
+    side = HASH_IMAGE_SIZE * 4
+    small = shot.gray(min_side=side).resize((side, side), Image.Resampling.BOX)
     phash = int(str(imagehash.phash(small)), 16)
     thumb = small.resize((thumbnail_size, thumbnail_size), Image.Resampling.BOX)
     return phash, thumb.tobytes()
@@ -78,7 +79,7 @@ def fingerprint(observation: Observation, thumbnail_size: int,
     shot, printed = observation.screenshot, observation.screenshot_print
     if shot is not None:
         image_sha = shot.sha256
-        phash, thumbnail = image_signature(shot.gray(min_side=HASH_IMAGE_SIZE * 4), thumbnail_size)
+        phash, thumbnail = image_signature(shot, thumbnail_size)
     elif printed is not None:  # fingerprinted by the runner: nothing to decode
         image_sha, phash, thumbnail = printed.sha256, printed.phash, printed.thumbnail
     return Fingerprint(frozenset(lines), image_sha, phash, thumbnail, observation.title,

@@ -12,15 +12,14 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from trustlayer.fingerprints import HASH_IMAGE_SIZE, image_signature
+from trustlayer.fingerprints import image_signature
 from trustlayer.settings import Settings
 from trustlayer.traces import ImageRef, load_image
 
 
 def screenshot_fingerprint(image: ImageRef, settings: Settings) -> dict[str, str]:
     """The ``screenshot_fingerprint`` object of one screenshot."""
-    phash, thumbnail = image_signature(image.gray(min_side=HASH_IMAGE_SIZE * 4),
-                                       settings.thumbnail_size)
+    phash, thumbnail = image_signature(image, settings.thumbnail_size)
     return {"sha256": image.sha256, "phash": f"{phash:016x}",
             "thumbnail": base64.b64encode(thumbnail).decode("ascii")}
 
