@@ -102,26 +102,6 @@ def copies(runs: list[list[dict]], count: int, tag: str) -> list[list[dict]]:
     return out
 
 
-def fleet(runs: list[list[dict]], agents: int) -> list[dict]:
-    """The events of `runs` as a fleet of `agents` runners publishes them: each runner goes
-    through its runs one after another, and the runners take turns event by event (so runs
-    start and end all the time, not all at once)."""
-    queues = [runs[i::agents] for i in range(agents)]
-    current = [iter(q.pop(0)) if q else None for q in queues]
-    events = []
-    while any(c is not None for c in current):
-        for i, run in enumerate(current):
-            if run is None:
-                continue
-            event = next(run, None)
-            if event is None:
-                current[i] = iter(queues[i].pop(0)) if queues[i] else None
-                event = next(current[i], None) if current[i] else None
-            if event is not None:
-                events.append(event)
-    return events
-
-
 async def produce(bootstrap: str, topic: str, events: list[dict], rate: float | None = None,
                   sent_at: dict | None = None) -> float:
     """Publish `events` (paced at `rate` per second if given); return the seconds taken."""
@@ -281,7 +261,7 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
             await produce(kafka.bootstrap, topics.events, interleave(warmup))
             await until_final(consumer, {run[0]["run_id"] for run in warmup})
             publisher = asyncio.create_task(produce(kafka.bootstrap, topics.events,
-                                                    fleet(runs, FLEET_AGENTS), rate, sent_at))
+                                                    interleave(runs, FLEET_AGENTS), rate, sent_at))
             try:
                 await until_final(consumer, {run[0]["run_id"] for run in runs}, publisher)
             finally:

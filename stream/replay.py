@@ -17,6 +17,7 @@ import base64
 import json
 import mimetypes
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -79,17 +80,23 @@ def schedule(runs: Iterable[list[dict]], speed: float = 1.0,
     return [(offset * factor, event) for offset, _, _, event in plan]
 
 
-def round_robin(runs: Iterable[Sequence[dict]]) -> list[dict]:
-    """The runs' events taken one from each run in turn (each run in its own order).
+def round_robin(runs: Iterable[Sequence[dict]], runners: int | None = None) -> list[dict]:
+    """The runs' events as `runners` runners publish them (default: one runner per run):
+    each runner goes through its runs one after another, and the runners take turns event
+    by event (so with fewer runners, runs start and end all the time, not all at once).
 
-    >>> [e["seq"] for e in round_robin([[{"seq": 0}, {"seq": 1}], [{"seq": 5}]])]
-    [0, 5, 1]
+    >>> runs = [[{"seq": 0}, {"seq": 1}], [{"seq": 5}]]
+    >>> [e["seq"] for e in round_robin(runs)], [e["seq"] for e in round_robin(runs, 1)]
+    ([0, 5, 1], [0, 1, 5])
     """
-    out, queues = [], [list(run) for run in runs]
+    runs = list(runs)
+    count = runners or len(runs)
+    queues = [deque(e for run in runs[i::count] for e in run) for i in range(count)]
+    out = []
     while any(queues):
         for queue in queues:
             if queue:
-                out.append(queue.pop(0))
+                out.append(queue.popleft())
     return out
 
 
