@@ -11,17 +11,13 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Sequence
 
+from trustlayer.canonical import content_lines
 from trustlayer.fingerprints import Fingerprint
 from trustlayer.settings import Settings
 from trustlayer.visual import hamming
 
 ALIGN_MIN_SIMILARITY = 0.5
 StateKey = tuple[int, int]  # (run index, step index)
-
-
-def content(fp: Fingerprint) -> frozenset[str]:
-    """The lines that say what a state shows (title and URL excluded)."""
-    return frozenset(line for line in fp.lines if not line.startswith(("T|", "U|")))
 
 
 def similarity(left: Fingerprint, right: Fingerprint, settings: Settings) -> float:
@@ -34,7 +30,7 @@ def similarity(left: Fingerprint, right: Fingerprint, settings: Settings) -> flo
     if left.has_structure or right.has_structure:
         if not (left.has_structure and right.has_structure):
             return 0.0
-        a, b = _by_kind(content(left)), _by_kind(content(right))
+        a, b = _by_kind(content_lines(left.lines)), _by_kind(content_lines(right.lines))
         kinds = a.keys() | b.keys()
         return sum(len(a.get(k, set()) & b.get(k, set())) / len(a.get(k, set()) | b.get(k, set()))
                    for k in kinds) / len(kinds)
@@ -53,7 +49,7 @@ def _by_kind(lines: frozenset[str]) -> dict[str, set[str]]:
 def same_observation(left: Fingerprint, right: Fingerprint, settings: Settings) -> bool:
     """True when two states of one run show the same thing (a revisit)."""
     if left.has_structure or right.has_structure:
-        return content(left) == content(right)
+        return content_lines(left.lines) == content_lines(right.lines)
     return left.phash is not None and right.phash is not None \
         and hamming(left.phash, right.phash) <= settings.phash_same
 

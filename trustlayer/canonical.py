@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterable
 from urllib.parse import urlsplit
 
 MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
@@ -46,6 +46,14 @@ def mask(text: str) -> str:
         for pattern, replacement in MASKS:
             text = pattern.sub(replacement, text)
     return " ".join(text.split())
+
+
+PLACE_PREFIXES = ("T|", "U|")  # title and URL lines: where a state is, not what it shows
+
+
+def content_lines(lines: Iterable[str]) -> frozenset[str]:
+    """The lines that say what a state shows (its title and URL excluded)."""
+    return frozenset(line for line in lines if not line.startswith(PLACE_PREFIXES))
 
 
 def tokens(line: str) -> tuple[str, ...]:

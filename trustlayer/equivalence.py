@@ -26,7 +26,8 @@ from trustlayer.llm import LLMJudge
 from trustlayer.index import index_of
 from trustlayer.model import Model, ModelState
 from trustlayer.settings import Settings
-from trustlayer.templates import content_lines, word_tokens
+from trustlayer.canonical import content_lines
+from trustlayer.templates import word_tokens
 from trustlayer.visual import hamming, masked_ssim
 
 UNSURE_MAX_UNEXPLAINED = 2

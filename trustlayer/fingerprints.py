@@ -13,7 +13,7 @@ import imagehash
 import numpy as np
 from PIL import Image
 
-from trustlayer.canonical import a11y_lines, file_facts, text_lines, url_line
+from trustlayer.canonical import PLACE_PREFIXES, a11y_lines, file_facts, text_lines, url_line
 from trustlayer.traces import ImageRef, Observation
 
 HASH_IMAGE_SIZE = 32
@@ -33,7 +33,7 @@ class Fingerprint:
     @property
     def has_structure(self) -> bool:
         """True when the state carries text, an accessibility tree or files."""
-        return any(not line.startswith(("T|", "U|")) for line in self.lines)
+        return any(not line.startswith(PLACE_PREFIXES) for line in self.lines)
 
     def thumbnail_array(self, size: int) -> np.ndarray | None:
         """The thumbnail as a `size` x `size` float array in [0, 1]."""

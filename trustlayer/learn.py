@@ -14,7 +14,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from trustlayer.align import content, group_states
+from trustlayer.align import group_states
+from trustlayer.canonical import content_lines
 from trustlayer.dominators import SUCCESS, START, VISIT_MARK, essential_chain, \
     convergence_points, immediate_dominators, merged_graph, unroll_visits
 from trustlayer.equivalence import decide, judge
@@ -66,9 +67,9 @@ def _interruptions(essential: list[str], paths: dict[str, list[tuple[str, Step]]
             if first == 0:
                 verdicts.append(False)
                 continue
-            before, here = (content(path[i][1].fingerprint) for i in (first - 1, first))
+            before, here = (content_lines(path[i][1].fingerprint.lines) for i in (first - 1, first))
             added = here - before
-            after = next((later for later in (content(step.fingerprint)
+            after = next((later for later in (content_lines(step.fingerprint.lines)
                                               for _, step in path[first + 1:])
                           if not added & later), None)
             if not added or after is None:

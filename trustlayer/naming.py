@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from typing import Sequence
 
+from trustlayer.canonical import PLACE_PREFIXES
 from trustlayer.model import ModelState
 
 MAX_NAME = 70
@@ -44,7 +45,7 @@ def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
         name = bases[state.id]
         if not name or base_count[name] > 1:
             distinctive = sorted((t for t in state.profile.salient_templates
-                                  if not t.startswith(("T|", "U|")) and _WORD.search(t[2:])),
+                                  if not t.startswith(PLACE_PREFIXES) and _WORD.search(t[2:])),
                                  key=lambda t: (frequency[t], "*" in t, PREFERENCE.get(t[0], 3),
                                                 len(t), t))
             detail = _readable(distinctive[0]) if distinctive else ""

@@ -41,5 +41,5 @@ def fingerprint_screenshots(event: dict[str, Any], base_dir: Path | None,
     settings = settings or Settings()
     image = load_image(shot, base_dir, settings, source, line)
     rest = {key: value for key, value in observation.items() if key != "screenshot"}
-    return {**event, "observation": {**rest,
-                                     "screenshot_fingerprint": screenshot_fingerprint(image, settings)}}
+    printed = screenshot_fingerprint(image, settings)
+    return {**event, "observation": {**rest, "screenshot_fingerprint": printed}}

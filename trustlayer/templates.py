@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence
 
-from trustlayer.canonical import tokens
+from trustlayer.canonical import content_lines, tokens
 
 WILDCARD = "*"
 REST = "**"  # stands for the whole value after a "key:" that successful runs varied
@@ -221,11 +221,6 @@ def learn_profile(members: Sequence[frozenset[str]]) -> Profile:
     templates = [_render(prefixes[g], bodies[g]) for g in groups]
     salient = [len(owners[g]) == len(members) for g in groups]
     return Profile(templates, salient)
-
-
-def content_lines(lines: Iterable[str]) -> list[str]:
-    """The lines that carry a state's content (all but its title and URL)."""
-    return [line for line in lines if not line.startswith(("T|", "U|"))]
 
 
 def novelty(members: Sequence[frozenset[str]]) -> float:
