@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
 
 from trustlayer.learn import learn  # noqa: E402
-from trustlayer.traces import parse_event  # noqa: E402
+from trustlayer.traces import run_of_events  # noqa: E402
 
 from stream.broker import EmbeddedKafka, free_port, stop_process  # noqa: E402
 from stream.cli import topic_names  # noqa: E402
@@ -297,7 +297,7 @@ def screenshot_cost() -> tuple[float, float, float]:
     """(ms per screenshot state event in the processor, the same with the screenshots
     fingerprinted by the runner, ms per PNG decode)."""
     train = [[e for e in run] for run in read_events([EXAMPLES / "train"])]
-    model = learn([_run(r) for r in train])
+    model = learn([run_of_events(r) for r in train])
     registry = ModelRegistry()
     registry.add(model)
     test = read_events([EXAMPLES / "test"])
@@ -314,12 +314,6 @@ def screenshot_cost() -> tuple[float, float, float]:
     return per_event * 1000, printed / len(frames) * 1000, decode * 1000
 
 
-def _run(events: list[dict]):
-    from trustlayer.traces import Run
-    parsed = [parse_event(e) for e in events]
-    return Run(parsed[0].run_id, parsed[0].task, parsed)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20000, help="events in the throughput runs")
@@ -331,7 +325,7 @@ def main() -> int:
 
     train = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "train"], "path")]
     test = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "test"], "path")]
-    model = learn([_run(r) for r in train])
+    model = learn([run_of_events(r) for r in train])
     models = work / "models"
     models.mkdir()
     model.save(models / f"{model.task}.json")

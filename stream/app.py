@@ -31,7 +31,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from trustlayer.model import ModelError
-from trustlayer.traces import Run, TraceError, parse_event
+from trustlayer.traces import Run, TraceError, run_of_events
 
 from stream.refine import Refiner
 from stream.registry import ModelRegistry, decode_model, encode_model, training_set
@@ -440,12 +440,10 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
 def _run_of(raw_events: list[dict], images_dir: Path | None) -> Run | None:
     """A run from its events' JSON (in any order), or None if one no longer reads."""
     try:
-        events = sorted((parse_event(e, base_dir=images_dir) for e in raw_events),
-                        key=lambda e: e.seq)
+        return run_of_events(raw_events, images_dir)
     except TraceError as exc:
         log.warning("a finished run no longer reads: %s", exc)
         return None
-    return Run(events[0].run_id, events[0].task, events, source="<stream>")
 
 
 def run_worker(cfg: WorkerConfig, loglevel: str = "warning") -> int:

@@ -9,7 +9,8 @@ from PIL import Image
 
 from trustlayer.cli import main
 from trustlayer.settings import Settings
-from trustlayer.traces import ImageRef, TraceError, parse_event, read_run, read_runs
+from trustlayer.traces import (ImageRef, TraceError, parse_event, read_run, read_runs,
+                               run_of_events)
 
 GOOD = [
     {"v": 1, "run_id": "r1", "task": "t", "seq": 0, "ts": 1.0, "kind": "state",
@@ -73,6 +74,13 @@ def test_screenshot_by_path_and_data_uri_are_read_lazily(tmp_path):
     assert shot._gray is None and shot.gray().size == (8, 8)
     uri = "data:image/png;base64," + base64.b64encode(png_bytes()).decode()
     assert read_run(write(tmp_path, with_screenshot(uri), "r2.jsonl")).states[0].observation.screenshot
+
+
+def test_a_run_from_stream_events_in_any_order():
+    run = run_of_events(list(reversed(GOOD)))
+    assert [e.seq for e in run.events] == [0, 1, 2] and run.outcome == "success"
+    with pytest.raises(TraceError, match="missing required field 'seq'"):
+        run_of_events([{k: v for k, v in GOOD[0].items() if k != "seq"}])
 
 
 @pytest.mark.parametrize("colors", [2, 16, 256])

@@ -360,6 +360,17 @@ def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int 
     raise TraceError(f"kind '{kind}' is not one of {', '.join(EVENT_KINDS)}", source, line)
 
 
+def run_of_events(objs: Iterable[dict], base_dir: Path | None = None,
+                  source: str = "<stream>") -> Run:
+    """A run from its events as JSON objects, in any order (e.g. gathered from a stream);
+    raises :class:`TraceError` for an event that does not read."""
+    events = sorted((parse_event(obj, source=source, base_dir=base_dir) for obj in objs),
+                    key=lambda event: event.seq)
+    if not events:
+        raise TraceError("no events", source)
+    return Run(events[0].run_id, events[0].task, events, source)
+
+
 def read_run(path: str | Path, settings: Settings | None = None) -> Run:
     """Read one `.jsonl` trace file as a :class:`Run`, validating every line."""
     path = Path(path)
