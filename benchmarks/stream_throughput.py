@@ -45,6 +45,7 @@ from trustlayer.traces import run_of_events  # noqa: E402
 
 from stream.broker import EmbeddedKafka, free_port, stop_process  # noqa: E402
 from stream.cli import topic_names  # noqa: E402
+from stream.demo import WorkerProcess  # noqa: E402
 from stream.registry import ModelRegistry  # noqa: E402
 from stream.replay import read_events, round_robin as interleave  # noqa: E402
 from stream.topics import MAX_MESSAGE_BYTES, ensure_topics  # noqa: E402
@@ -145,22 +146,16 @@ async def raw_consume(bootstrap: str, topic: str, n: int) -> float:
         await consumer.stop()
 
 
-def start_worker(bootstrap: str, prefix: str, app_id: str, models: Path, port: int, log: Path):
-    argv = [sys.executable, "-m", "trustlayer.cli", "worker", "--broker", bootstrap,
-            "--topics", prefix, "--app-id", app_id, "--models", str(models), "--no-refine",
-            "--metrics-port", str(port), "--session-timeout", "6"]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=open(log, "ab"), text=True)
+def start_worker(bootstrap: str, prefix: str, app_id: str, models: Path, port: int,
+                 log: Path) -> WorkerProcess:
+    return WorkerProcess(["--broker", bootstrap, "--topics", prefix, "--app-id", app_id,
+                          "--models", str(models), "--no-refine", "--metrics-port", str(port),
+                          "--session-timeout", "6"], log)
 
 
-def wait_ready(proc, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if "trustlayer worker ready" in line:
-            return
-        if proc.poll() is not None:
-            raise RuntimeError("worker exited")
-    raise RuntimeError("worker not ready")
+def wait_ready(worker: WorkerProcess, timeout: float = 90) -> None:
+    if not worker.wait_ready(timeout):
+        raise RuntimeError(f"worker not ready (exit code {worker.proc.poll()})")
 
 
 def events_processed(ports: list[int]) -> float:
@@ -198,7 +193,7 @@ def worker_throughput(kafka, models: Path, events: list[dict], workers: int, wor
         raise RuntimeError(f"only {events_processed(ports)} of {len(events)} events processed")
     finally:
         for proc in procs:
-            stop_process(proc, 20)
+            proc.stop(20)
 
 
 def nothing_throughput(kafka, topic: str, n: int, work: Path) -> float:
@@ -277,7 +272,7 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
         asyncio.run(go())
     finally:
         for proc in procs:
-            stop_process(proc, 20)
+            proc.stop(20)
     samples.sort()
     quantile = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))] * 1000
     return quantile(0.5), quantile(0.99), len(samples)
