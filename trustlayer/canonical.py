@@ -29,7 +29,7 @@ MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.IGNOREC
     (r"(?<=[:/ ])(?:127\.0\.0\.1|localhost)(?::\d+)?", "<host>"),
     (r"\b(?=(?:[a-z]*\d){2})(?=\d*[a-z])[a-z0-9]{8,}\b", "<rnd>"),
 ))
-TOKEN = re.compile(r"<[a-z]+>|\w+|[^\w\s]", re.UNICODE)
+TOKEN = re.compile(r"<\*\*?>|<[a-z]+>|\w+|[^\w\s]", re.UNICODE)  # <*>, <**>: template wildcards
 
 
 _MAY_BE_VOLATILE = re.compile(r"\d|just now|[0-9a-f]{12}", re.IGNORECASE)

@@ -13,7 +13,7 @@ from collections import Counter
 from trustlayer.canonical import PLACE_PREFIXES
 from trustlayer.fingerprints import Fingerprint
 from trustlayer.model import Model
-from trustlayer.templates import WILDCARD, template_form, word_tokens
+from trustlayer.templates import is_exact, template_form, word_tokens
 from trustlayer.visual import hamming
 
 
@@ -79,7 +79,7 @@ class StateIndex:
                     self.wide.add(phash, sid)
             if state.structural:
                 anchors[sid] = [t for t in state.profile.salient_templates
-                                if WILDCARD not in t and not t.startswith(PLACE_PREFIXES)]
+                                if is_exact(t) and not t.startswith(PLACE_PREFIXES)]
         self.known_words = frozenset(known)
         self.required = {sid: frozenset(lines) for sid, lines in anchors.items() if lines}
         holders = Counter(t for lines in anchors.values() for t in lines)

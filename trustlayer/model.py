@@ -18,7 +18,7 @@ import numpy as np
 from trustlayer.settings import Settings
 from trustlayer.templates import Profile
 
-MODEL_FORMAT = 1
+MODEL_FORMAT = 2  # 2: wildcards are the tokens <*> and <**> (1 used * and **)
 
 
 class ModelError(ValueError):
@@ -141,6 +141,9 @@ class Model:
         fmt = data.get("format")
         if not isinstance(fmt, int):
             raise ModelError("not a trustlayer model (no 'format' field)")
+        if fmt < MODEL_FORMAT:
+            raise ModelError(f"model format {fmt} was written by an older trustlayer; learn the "
+                             "model again from its runs")
         if fmt > MODEL_FORMAT:
             raise ModelError(f"model format {fmt} is newer than this trustlayer reads "
                              f"({MODEL_FORMAT}); upgrade trustlayer")

@@ -3,7 +3,7 @@
 The members of one model state are corresponding states of different successful runs.
 Lines that differ between members in a few word positions, and never stand together in
 one member, are variants of one slot: they become one template with a wildcard ``*`` at
-the differing positions (``untitled.txt`` / ``hello.txt`` -> ``* . txt``). A template
+the differing positions (``untitled.txt`` / ``hello.txt`` -> ``<*> . txt``). A template
 found in every member is *salient* (it must match); one found in some members is
 *optional*. Anything a new state shows that no template explains is *unexplained*.
 Nothing here knows about any particular application: the variation is learned.
@@ -16,8 +16,8 @@ from typing import Iterable, Sequence
 
 from trustlayer.canonical import content_lines, tokens
 
-WILDCARD = "*"
-REST = "**"  # stands for the whole value after a "key:" that successful runs varied
+WILDCARD = "<*>"  # one token: a literal "*" in a line stays a literal
+REST = "<**>"  # stands for the whole value after a "key:" that successful runs varied
 MAX_VARYING_SHARE = 0.34
 MAX_KEY_TOKENS = 4
 MAX_SEEN_LINES = 1 << 14  # remembered answers per profile
@@ -31,6 +31,11 @@ def _split(line: str) -> tuple[str, tuple[str, ...]]:
 
 def _render(prefix: str, template: tuple[str, ...]) -> str:
     return f"{prefix}|{' '.join(template)}"
+
+
+def is_exact(template: str) -> bool:
+    """True when a rendered template has no wildcard: it matches one line form only."""
+    return WILDCARD not in template and REST not in template
 
 
 @lru_cache(maxsize=1 << 16)
@@ -71,7 +76,8 @@ class Profile:
     Attributes
     ----------
     templates : list of str
-        Rendered templates (``"X|* . txt"``), wildcard tokens as ``*``.
+        Rendered templates (``"X|<*> . txt"``), wildcard tokens as ``<*>``, a varied value
+        after a key as ``<**>``.
     salient : list of bool
         For each template, whether every member showed it.
     """
@@ -182,7 +188,7 @@ def learn_profile(members: Sequence[frozenset[str]]) -> Profile:
     >>> p.compare({"T|greeting.txt - Lab", "X|saved"})
     ([], [])
     >>> p.compare({"T|greeting.md - Lab", "X|saved"})
-    (['T|* . txt - Lab'], ['T|greeting.md - Lab'])
+    (['T|<*> . txt - Lab'], ['T|greeting.md - Lab'])
     """
     holders: dict[str, set[int]] = {}
     for number, member in enumerate(members):
