@@ -12,15 +12,22 @@ plain logic of :mod:`stream.worker`, :mod:`stream.registry` and :mod:`stream.ref
   no consumer group: every worker needs every model), plus the model files of ``--models``.
 - agent ``refine`` over ``<app_id>-finished-runs`` (key task, so one worker refines a task):
   reads a finished run's events back from ``trustlayer.events`` by offset, merges it
-  (:class:`~stream.refine.Refiner`, in a thread) and publishes the new version; merged and
-  held runs live in the table ``training``.
+  (:class:`~stream.refine.Refiner` in a thread, learning in a child process:
+  :class:`~stream.offload.LearnPool`) and publishes the new version; merged and held runs
+  live in the table ``training``.
+- stall guard (in ``tick``, :class:`~stream.stall.StallGuard`): a partition whose records
+  wait unprocessed is resumed and sought back; if it stays stalled, the worker stops with
+  :data:`~stream.supervise.RESTART` and its supervisor starts it again.
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,9 +40,13 @@ from aiokafka.admin import AIOKafkaAdminClient
 from trustlayer.model import ModelError
 from trustlayer.traces import Run, TraceError, run_of_events
 
+from stream.offload import LearnPool
 from stream.refine import Refiner
 from stream.registry import ModelRegistry, decode_model, encode_model, training_set
-from stream.topics import MAX_MESSAGE_BYTES, TopicNames
+from stream.stall import RESTART, STALLED, StallGuard
+from stream.supervise import RESTART as EXIT_RESTART
+from stream.topics import (MAX_MESSAGE_BYTES, RUNS_TABLE, TRAINING_TABLE, TopicNames,
+                           finished_topic, worker_topics)
 from stream.worker import Metrics, Output, Source, StreamProcessor, WorkerSettings
 
 log = logging.getLogger("trustlayer.worker")
@@ -62,13 +73,14 @@ class WorkerConfig:
     commit_interval: float = 1.0
     tick_interval: float = 1.0
     stall_seconds: float = 5.0
+    stall_restart: float = 30.0
     batch_max: int = 500
     batch_within: float = 0.001
     standby_replicas: int = 1
 
     @property
     def finished_topic(self) -> str:
-        return f"{self.app_id}-finished-runs"
+        return finished_topic(self.app_id)
 
 
 class TableStore:
@@ -164,8 +176,15 @@ class Runtime:
         self.store = TableStore(table)
         self.training = TableStore(training)
         self.processor = StreamProcessor(self.registry, self.store, cfg.settings, self.metrics)
-        self.refiner = Refiner(self.registry, cfg.drop_after, cfg.settings.refine_on_verdict)
+        self.learner = LearnPool()
+        self.refiner = Refiner(self.registry, cfg.drop_after, cfg.settings.refine_on_verdict,
+                               learner=self.learner)
         self.fetcher = EventFetcher(cfg.bootstrap, cfg.topics.events)
+        self.stalls = StallGuard(cfg.stall_seconds, cfg.stall_restart)
+        #: topic partitions whose record is being worked on for long (learning)
+        self.busy: set[TopicPartition] = set()
+        #: set when the worker gives up on its consumer and stops to be started again
+        self.restart = False
         self.ready = asyncio.Event()
         #: next offset to read of each assigned partition when it was assigned
         self.start: dict[TopicPartition, int] = {}
@@ -208,8 +227,9 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
     big = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
     schema = faust.Schema(key_type=str, value_type=bytes, key_serializer="raw",
                           value_serializer="raw")
-    table = app.Table("runs", partitions=cfg.partitions, schema=schema, extra_topic_configs=big)
-    training = app.Table("training", partitions=cfg.partitions, schema=schema,
+    table = app.Table(RUNS_TABLE, partitions=cfg.partitions, schema=schema,
+                      extra_topic_configs=big)
+    training = app.Table(TRAINING_TABLE, partitions=cfg.partitions, schema=schema,
                          extra_topic_configs=big)
     rt = Runtime(cfg, table, training)
     # read before anything starts, so that a bad file stops the command with its message
@@ -323,6 +343,11 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         if not rt.registry.tasks():
             log.warning("no model yet: events of every task go to the DLQ until one is "
                         "published to %s", names.models)
+        if cfg.settings.refine and cfg.train_dirs:
+            unseeded = [task for task in rt.registry.tasks() if task not in rt.registry.seeded]
+            if unseeded:
+                log.warning("online refinement is off for %s: --train gave no runs of it",
+                            ", ".join(unseeded))
 
     async def publish_model(model: Any) -> None:
         await models.send(key=model.task.encode(), value=encode_model(model), force=True)
@@ -358,28 +383,56 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         position = next_offset(tp)
         return highwater is not None and position is not None and position >= highwater
 
+    def consumer_state(tp: TopicPartition) -> str:
+        """What faust's consumer thinks of `tp` (for the log of a stall)."""
+        consumer = app.consumer
+        return (f"active={tp in consumer._get_active_partitions()} "
+                f"paused={tp in consumer._paused_partitions} "
+                f"buffered={tp in consumer._buffered_partitions} "
+                f"flow={consumer.flow_active} recovery={app.in_recovery}")
+
     async def unstall() -> None:
-        """Seek a partition back to where processing stopped if its records stay
-        undelivered: faust-streaming 0.15 can drop records fetched around a rebalance
-        (seen after kill -9 of a worker that had committed little) and never fetch them
-        again. Processing is idempotent, so a needless seek only makes duplicates, which
-        are ignored."""
+        """Resume and seek back a partition whose records stay undelivered (see
+        :mod:`stream.stall`); stop the worker to be started again if that does not help.
+        Processing is idempotent, so a needless seek only makes duplicates, which are
+        ignored."""
         now = time.monotonic()
+        rt.stalls.forget(set(rt.progress))
         for tp in sorted(rt.progress):
-            if now - rt.progress[tp] < cfg.stall_seconds:
-                continue
-            rt.progress[tp] = now
             try:
                 highwater = app.consumer.highwater(tp)
             except Exception:  # noqa: BLE001 - not fetched yet
                 continue
             position = next_offset(tp)
-            if position is None:
-                continue
-            if highwater is not None and highwater > position:
-                log.warning("%s: records from offset %d not delivered for %.0f s; seeking back",
-                            tp, position, cfg.stall_seconds)
+            progress = now if tp in rt.busy else rt.progress[tp]
+            verdict = rt.stalls.check(tp, now, progress, position, highwater)
+            if verdict == RESTART:
+                log.error("%s: records from offset %d still not delivered after %.0f s (%s): "
+                          "restarting the worker", tp, position, cfg.stall_restart,
+                          consumer_state(tp))
+                restart_worker()
+                return
+            if verdict == STALLED:
+                log.warning("%s: records from offset %d not delivered for %.0f s (%s); "
+                            "resuming and seeking back", tp, position, now - rt.progress[tp],
+                            consumer_state(tp))
+                rt.metrics.stalls.labels("resumed").inc()
+                if app.consumer.flow_active and not app.in_recovery:
+                    app.consumer.resume_partitions([tp])
                 await app.consumer.seek(tp, position)
+
+    def restart_worker() -> None:
+        """Stop the worker (Faust's own shutdown commits what was processed) so that its
+        supervisor starts a fresh one; if the shutdown hangs, exit hard after 20 s (the
+        changelog keeps every open run)."""
+        if rt.restart:
+            return
+        rt.restart = True
+        rt.metrics.stalls.labels("restarted").inc()
+        timer = threading.Timer(20.0, os._exit, (EXIT_RESTART,))
+        timer.daemon = True
+        timer.start()
+        os.kill(os.getpid(), signal.SIGTERM)
 
     @app.timer(cfg.tick_interval)
     async def tick() -> None:
@@ -414,12 +467,15 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
             run = _run_of(raw_events, cfg.settings.images_dir)
             if run is None:
                 continue
+            rt.busy.add(tp)
             try:
                 result = await loop.run_in_executor(None, rt.refiner.learn_one, run,
                                                     payload.get("verdict"))
             except Exception:  # noqa: BLE001 - one run must not stop refinement
                 log.exception("refine %s failed", run.run_id)
                 continue
+            finally:
+                rt.busy.discard(tp)
             log.info("refine %s: %s", run.run_id, result.reason)
             partition = event.message.partition
             for rid in result.merged + result.held:
@@ -432,7 +488,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
             await asyncio.gather(*rt.training.drain())
             if result.model is not None:
                 await publish_model(result.model)
-            rt.progress[tp] = time.monotonic()  # learning may take a while: not a stall
+            rt.progress[tp] = time.monotonic()
 
     return app, rt
 
@@ -446,8 +502,10 @@ def _run_of(raw_events: list[dict], images_dir: Path | None) -> Run | None:
         return None
 
 
-def run_worker(cfg: WorkerConfig, loglevel: str = "warning") -> int:
-    """Start the worker in this process until it is stopped (SIGTERM or Ctrl+C)."""
+def run_worker(cfg: WorkerConfig, loglevel: str = "warning", stalls: int = 0) -> int:
+    """Start the worker in this process until it is stopped (SIGTERM or Ctrl+C); `stalls`:
+    how many times it was started again after a stall (``trustlayer_stalls_total``).
+    Returns :data:`stream.supervise.RESTART` when it stopped to be started again."""
     from stream.topics import ensure_topics
 
     ensure_topics(cfg.bootstrap, cfg.topics, cfg.partitions)
@@ -455,7 +513,14 @@ def run_worker(cfg: WorkerConfig, loglevel: str = "warning") -> int:
     if actual and actual != cfg.partitions:
         log.info("%s has %d partitions: using %d", cfg.topics.events, actual, actual)
         cfg.partitions = actual
+    # Faust's internal topics too, before the first assignment (see stream.topics)
+    ensure_topics(cfg.bootstrap, cfg.topics, cfg.partitions, extra=worker_topics(cfg.app_id))
     app, rt = create_app(cfg)
+    rt.metrics.stalls.labels("restarted").inc(stalls)
+    if cfg.settings.refine and not cfg.train_dirs:
+        log.warning("online refinement is off: it needs the training runs (--train DIR)")
+    if cfg.settings.refine and cfg.train_dirs:
+        rt.learner.start()  # from this (the main) thread: the child dies with the worker
     if cfg.metrics_port:
         rt.metrics.serve(cfg.metrics_port)
     # Faust's own terminal output (spinner, banner) goes to stderr: stdout carries the
@@ -465,11 +530,14 @@ def run_worker(cfg: WorkerConfig, loglevel: str = "warning") -> int:
     # Faust's startup spinner sets the root logger to DEBUG so that every record makes it
     # spin: aiokafka then builds a debug record per message sent (~6% of the worker's time)
     worker.spinner = None
+    code = 0
     try:
         worker.execute_from_commandline()
     except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
+        code = int(exc.code or 0)
+    finally:
+        rt.learner.stop()
+    return EXIT_RESTART if rt.restart else code
 
 
 if __name__ == "__main__":  # pragma: no cover - `trustlayer worker` is the entry point

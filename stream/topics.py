@@ -4,6 +4,10 @@
 ``trustlayer.verdicts`` key run_id, value one verdict (JSON)
 ``trustlayer.models``  key task, value a model version; compacted (the latest per task stays)
 ``trustlayer.events.dlq`` bad events with the reason
+
+and, per worker app id, the Faust-internal topics (:func:`worker_topics`): created here
+before the worker starts, since a topic Faust declares itself may miss the first
+assignment ("Ignoring missing topic") and stay unassigned until the next rebalance.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from dataclasses import astuple, dataclass
+from typing import Mapping
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
@@ -42,15 +47,38 @@ def topic_configs(names: TopicNames) -> dict[str, dict[str, str]]:
     }
 
 
+#: The worker's tables (Faust keeps each in a changelog topic ``<app_id>-<table>-changelog``).
+RUNS_TABLE, TRAINING_TABLE = "runs", "training"
+
+
+def finished_topic(app_id: str) -> str:
+    """The topic of finished successful runs that online refinement reads."""
+    return f"{app_id}-finished-runs"
+
+
+def worker_topics(app_id: str) -> dict[str, dict[str, str]]:
+    """The Faust-internal topics of the worker `app_id`, with their configs.
+
+    >>> sorted(worker_topics("w"))
+    ['w-finished-runs', 'w-runs-changelog', 'w-training-changelog']
+    """
+    changelog = {"cleanup.policy": "compact", "max.message.bytes": str(MAX_MESSAGE_BYTES)}
+    return {finished_topic(app_id): {},
+            **{f"{app_id}-{table}-changelog": dict(changelog)
+               for table in (RUNS_TABLE, TRAINING_TABLE)}}
+
+
 async def ensure_topics_async(
     bootstrap: str,
     names: TopicNames = TopicNames(),
     partitions: int = 4,
     *,
+    extra: Mapping[str, Mapping[str, str]] | None = None,
     replication_factor: int = 1,
     timeout_ms: int = 30000,
 ) -> list[str]:
-    """Create the topics that do not exist yet; return the names it created.
+    """Create the topics that do not exist yet (`names`, and `extra`: name -> config);
+    return the names it created.
 
     Idempotent: existing topics are left as they are (also when another process creates one
     at the same time).
@@ -59,15 +87,15 @@ async def ensure_topics_async(
     await admin.start()
     try:
         existing = set(await admin.list_topics())
-        configs = topic_configs(names)
+        configs = {**topic_configs(names), **(extra or {})}
         wanted = [
             NewTopic(
                 name=name,
                 num_partitions=partitions,
                 replication_factor=replication_factor,
-                topic_configs=configs.get(name, {}),
+                topic_configs=dict(configs.get(name, {})),
             )
-            for name in dict.fromkeys(names.all())
+            for name in dict.fromkeys([*names.all(), *configs])
             if name not in existing
         ]
         if not wanted:

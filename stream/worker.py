@@ -37,7 +37,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from trustlayer.llm import LLMJudge
 from trustlayer.matcher import FAILED, Matcher, Status
 from trustlayer.model import Model
-from trustlayer.traces import TraceError, parse_event
+from trustlayer.traces import EVENT_KINDS, TraceError, parse_event
 
 from stream.refine import is_success
 from stream.registry import ModelRegistry
@@ -126,6 +126,12 @@ class Metrics:
                                "worker, by task", ["task"], registry=r)
         self.model_version = Gauge("trustlayer_model_version", "Newest model version, by task",
                                    ["task"], registry=r)
+        self.stalls = Counter("trustlayer_stalls_total", "Partitions whose records stopped "
+                              "coming, by what the worker did (resumed: resumed and sought "
+                              "back; restarted: the worker started again)", ["action"],
+                              registry=r)
+        for action in ("resumed", "restarted"):
+            self.stalls.labels(action)
         for reason in [*DLQ_REASONS, *OTHER_REASONS]:
             self.dlq.labels(reason)
         self._versions: dict[str, int] = {}
@@ -136,6 +142,8 @@ class Metrics:
         task = model.task
         for status in ("passed", "failed"):
             self.runs.labels(task, status)
+        for kind in EVENT_KINDS:  # a restarted worker that gets nothing shows rate 0
+            self.events.labels(task, kind)
         for cause in ("product_bug", "agent_error"):
             self.causes.labels(task, cause)
         self.unknown.labels(task)
