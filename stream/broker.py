@@ -34,6 +34,8 @@ DEFAULT_LIBS = Path.home() / ".cache" / "trustlayer" / f"kafka-{KAFKA_VERSION}" 
 KAFKA_MAIN = "kafka.Kafka"
 STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
 MESSAGE_MAX_BYTES = 10 * 1024 * 1024
+#: Port of ``trustlayer broker`` by default: the other commands' default --broker.
+DEFAULT_PORT = 9092
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 FETCH_HINT = (
@@ -115,6 +117,19 @@ def broker_ready(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
+def broker_problem(bootstrap: str, command: str) -> str | None:
+    """None if a Kafka broker answers at `bootstrap` (``HOST:PORT[,HOST:PORT...]``), else
+    the one line `command` prints: the address and how to start a broker."""
+    for address in bootstrap.split(","):
+        host, _, port = address.strip().rpartition(":")
+        if host and port.isdigit() and broker_ready(host.strip("[]"), int(port), timeout=3.0):
+            return None
+    port = bootstrap.rpartition(":")[2]
+    start = f"trustlayer broker --port {port}" if port.isdigit() else "trustlayer broker"
+    return (f"{command}: no Kafka broker answers at {bootstrap}: start one with `{start}` "
+            "(or `docker compose up`), or pass --broker HOST:PORT")
+
+
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
     buf = bytearray()
     while len(buf) < n:
@@ -141,13 +156,14 @@ logger.request.level = WARN
 """
 
 
-def _die_with_parent() -> None:
-    """In the broker's child process before exec: on Linux, ask the kernel to stop the
-    broker when the process that started it dies, even by SIGKILL (no orphaned brokers).
-    The kernel ties this to the starting thread: start brokers from a long-lived thread."""
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """In a child process (before exec, or first thing in a pool worker): on Linux, ask the
+    kernel to send `sig` to it when the process that started it dies, even by SIGKILL (no
+    orphans). The kernel ties this to the starting thread: start children from a
+    long-lived thread."""
     if sys.platform.startswith("linux"):
         import ctypes
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, sig)  # PR_SET_PDEATHSIG
 
 
 class EmbeddedKafka:
@@ -168,8 +184,10 @@ class EmbeddedKafka:
         stop_timeout: float = 10.0,
         log_level: str = "INFO",
         keep_dir: bool = False,
+        port: int | None = None,
     ) -> None:
         self.libs = find_libs(libs)
+        self.fixed_port = port
         self.overrides = dict(overrides or {})
         self.heap = heap
         self.start_timeout = start_timeout
@@ -206,7 +224,7 @@ class EmbeddedKafka:
         self.dir = Path(tempfile.mkdtemp(prefix="trustlayer-kafka-"))
         try:
             for attempt in range(3):  # a free port can be taken between probe and bind: retry
-                self.port, self.controller_port = free_port(), free_port()
+                self.port, self.controller_port = self.fixed_port or free_port(), free_port()
                 while self.controller_port == self.port:
                     self.controller_port = free_port()
                 data = self.dir / f"data-{attempt}"
@@ -218,6 +236,9 @@ class EmbeddedKafka:
                     break
                 tail = self._log_tail()
                 self._kill()
+                if self.fixed_port and "Address already in use" in tail:
+                    raise BrokerStartError(f"port {self.fixed_port} is in use on {self.host}: "
+                                           "choose another with --port")
                 if "Address already in use" not in tail:
                     raise BrokerStartError(f"Kafka exited while starting\n{tail}")
                 # a port was taken between the probe and the broker's bind: fresh ports
@@ -237,6 +258,21 @@ class EmbeddedKafka:
         if self.dir is not None and not self.keep_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
+
+    def kill(self) -> None:
+        """Kill the broker hard (SIGKILL), keeping its data: a crash, for fault tests."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def restart(self) -> None:
+        """Start the broker again on the same ports and data (after :meth:`kill`)."""
+        if self.proc is not None and self.proc.poll() is None:
+            raise RuntimeError("broker still running")
+        assert self.dir is not None
+        self._launch(self.dir / "server.properties")
+        if not self._wait_ready(time.monotonic()):
+            raise BrokerStartError(f"Kafka did not restart\n{self._log_tail()}")
 
     def __enter__(self) -> "EmbeddedKafka":
         return self.start()
@@ -341,7 +377,7 @@ class EmbeddedKafka:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # Ctrl+C in a terminal reaches us, and we stop it
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         finally:
             out.close()
@@ -386,11 +422,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="trustlayer broker", description=main.__doc__)
     parser.add_argument("--libs", help=f"broker jars (default: ${LIBS_ENV} or {DEFAULT_LIBS})")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (data, log) on exit")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"listen on 127.0.0.1:PORT (default {DEFAULT_PORT}, the other "
+                        "commands' default; 0: a free port)")
     args = parser.parse_args(argv)
     try:
-        broker = EmbeddedKafka(args.libs, keep_dir=args.keep)
+        broker = EmbeddedKafka(args.libs, keep_dir=args.keep, port=args.port or None)
     except KafkaLibsMissing as e:
         print(f"trustlayer broker: {e}", file=sys.stderr)
+        return 2
+    if args.port and broker_ready(broker.host, args.port):
+        print(f"trustlayer broker: a Kafka broker already answers at {broker.host}:{args.port}"
+              " (use it, or choose another --port)", file=sys.stderr)
         return 2
 
     stop = signal.getsignal(signal.SIGTERM)
@@ -398,7 +441,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with broker:
             print(f"Kafka {KAFKA_VERSION} ready in {broker.startup_seconds:.1f} s", flush=True)
-            print(f"bootstrap: {broker.bootstrap}", flush=True)
+            hint = ("the other commands' default" if broker.port == DEFAULT_PORT
+                    else f"pass --broker {broker.bootstrap} to the other commands")
+            print(f"bootstrap: {broker.bootstrap}  ({hint})", flush=True)
             print(f"pid: {broker.pid}", flush=True)
             print(f"log: {broker.log_file}", flush=True)
             print("Ctrl+C to stop", flush=True)
@@ -409,6 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("stopping", flush=True)
         return 0
+    except BrokerStartError as e:
+        print(f"trustlayer broker: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
     finally:
         signal.signal(signal.SIGTERM, stop)
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from trustlayer.cli import EXIT_BAD_INPUT, EXIT_OK
 
@@ -39,10 +40,28 @@ def _kafka_options(parser: argparse.ArgumentParser) -> None:
                         help="topic name prefix (default trustlayer: trustlayer.events, ...)")
 
 
+def needs_broker(command: str) -> Callable:
+    """Run a command only if a Kafka broker answers at its ``--broker``; else one line
+    (the address, how to start one) and exit code 2."""
+    def wrap(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        @functools.wraps(func)
+        def run(args: argparse.Namespace) -> int:
+            from stream.broker import broker_problem
+
+            problem = broker_problem(args.broker, f"trustlayer {command}")
+            if problem is not None:
+                print(problem, file=sys.stderr)
+                return EXIT_BAD_INPUT
+            return func(args)
+        return run
+    return wrap
+
+
 # -- broker ---------------------------------------------------------------------------------
 def cmd_broker(args: argparse.Namespace) -> int:
     from stream.broker import main as broker_main
-    return broker_main((["--libs", args.libs] if args.libs else []) + (["--keep"] if args.keep else []))
+    return broker_main((["--libs", args.libs] if args.libs else []) +
+                       (["--keep"] if args.keep else []) + ["--port", str(args.port)])
 
 
 # -- worker ---------------------------------------------------------------------------------
@@ -66,17 +85,23 @@ def worker_config(args: argparse.Namespace):
 def cmd_worker(args: argparse.Namespace) -> int:
     import logging
 
-    from stream.app import run_worker
+    from stream.supervise import child_stalls, supervise
 
     if args.models and not Path(args.models).is_dir():
         print(f"trustlayer worker: --models {args.models}: no such directory", file=sys.stderr)
         return EXIT_BAD_INPUT
+    stalls = child_stalls()
+    if stalls is None:  # this process supervises; the worker runs in its child
+        return needs_broker("worker")(lambda _: supervise(sys.argv[1:]))(args)
+    from stream.app import run_worker
+
     logging.getLogger("trustlayer").setLevel(args.log_level.upper())
     logging.getLogger("stream").setLevel(args.log_level.upper())
-    return run_worker(worker_config(args), loglevel=args.log_level)
+    return run_worker(worker_config(args), loglevel=args.log_level, stalls=stalls)
 
 
 # -- replay ---------------------------------------------------------------------------------
+@needs_broker("replay")
 def cmd_replay(args: argparse.Namespace) -> int:
     from stream.replay import replay
     from stream.topics import ensure_topics
@@ -125,6 +150,7 @@ async def follow(bootstrap: str, topic: str, from_beginning: bool = True, group:
         await consumer.stop()
 
 
+@needs_broker("verdicts")
 def cmd_verdicts(args: argparse.Namespace) -> int:
     names = topic_names(args.topics)
 
@@ -186,6 +212,7 @@ async def publish_model(bootstrap: str, topic: str, model) -> None:
         await producer.stop()
 
 
+@needs_broker("models history")
 def cmd_models_history(args: argparse.Namespace) -> int:
     names = topic_names(args.topics)
     registry = asyncio.run(read_models(args.broker, names.models))
@@ -216,6 +243,7 @@ def cmd_models_history(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@needs_broker("models rollback")
 def cmd_models_rollback(args: argparse.Namespace) -> int:
     names = topic_names(args.topics)
     registry = asyncio.run(read_models(args.broker, names.models))
@@ -240,10 +268,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the streaming commands to ``trustlayer``'s parser."""
-    p = subparsers.add_parser("broker", help="start an embedded Kafka 4.4 (KRaft) and print "
-                              "its address")
+    p = subparsers.add_parser("broker", help="start an embedded Kafka 4.4 (KRaft) on "
+                              "127.0.0.1:9092 (--port) and print its address")
     p.add_argument("--libs", help="the broker jars (default: deploy/kafka/fetch.sh's cache)")
     p.add_argument("--keep", action="store_true", help="keep its data and log on exit")
+    p.add_argument("--port", type=int, default=int(DEFAULT_BROKER.rsplit(":", 1)[1]),
+                   help="listen on 127.0.0.1:PORT (default 9092, the other commands' default "
+                   "--broker; 0: any free port)")
     p.set_defaults(func=cmd_broker)
 
     p = subparsers.add_parser("worker", help="the streaming validator (a Faust worker)")

@@ -196,6 +196,11 @@ def run_demo(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     try:
         if args.broker:
+            from stream.broker import broker_problem
+            problem = broker_problem(args.broker, "trustlayer demo")
+            if problem is not None:
+                print(problem, file=sys.stderr)
+                return EXIT_BAD_INPUT
             bootstrap, prefix = args.broker, f"demo-{uuid.uuid4().hex[:8]}"
         else:
             from stream.broker import EmbeddedKafka, KafkaLibsMissing
