@@ -1,16 +1,17 @@
 """The `trustlayer` command line: learn models from successful runs, judge runs, report.
 
-Exit codes: 0 all runs pass, 1 some run fails, 2 bad input (with the file and line).
+Exit codes: 0 all runs pass, 1 some run fails, 2 bad input or usage (with the file and line).
 Other packages add commands through the ``trustlayer.commands`` entry-point group: each
 entry is a function ``register(subparsers)`` (the streaming service uses it).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
-from importlib.metadata import entry_points
+from importlib.metadata import entry_points, version
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -25,6 +26,11 @@ from trustlayer.settings import Settings
 from trustlayer.traces import TraceError, load_labels, read_run, trace_files
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_CODES = """exit codes:
+  0  every run passed (or the command did its job)
+  1  some run failed (validate: as --fail-on counts)
+  2  bad input or usage: a trace, model or labels file that does not read (the error names
+     the file and line), a missing path, wrong arguments"""
 
 
 class UsageError(Exception):
@@ -50,6 +56,16 @@ def _labels_near(paths: Sequence[str]) -> dict[str, Any]:
         if (folder / "labels.json").is_file():
             labels.update(load_labels(folder))
     return labels
+
+
+def load_model(path: str) -> Model:
+    """:meth:`Model.load`, with a hint when a trace or a folder of traces came first."""
+    given = Path(path)
+    if given.is_dir() or given.suffix == ".jsonl":
+        what = "a folder" if given.is_dir() else "a trace file"
+        raise UsageError(f"{path}: is {what}, not a model file; the model comes first: "
+                         "trustlayer validate MODEL.json RUN...")
+    return Model.load(path)
 
 
 def cmd_learn(args: argparse.Namespace) -> int:
@@ -95,7 +111,7 @@ def _text_line(record: dict[str, Any]) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    model = Model.load(args.model)
+    model = load_model(args.model)
     records = judge_paths(model, args.paths, args.quiet)
     from trustlayer import outputs
     if args.format in ("junit", "markdown") or args.output:
@@ -110,7 +126,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.baselines or args.markdown or args.directory is None:
         from trustlayer.comparison import cmd_eval as compare_judges
         return compare_judges(args)
-    model = Model.load(args.model)
+    model = load_model(args.model)
     labels = load_labels(args.directory)
     summary = score(judge_paths(model, [args.directory], args.quiet), labels).summary()
     if args.json:
@@ -130,7 +146,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    model = Model.load(args.model)
+    model = load_model(args.model)
     if args.png:
         from trustlayer.picture import save_png
         save_png(model, args.png)
@@ -158,8 +174,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trustlayer", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="trustlayer", description=__doc__.splitlines()[0],
+                                     epilog=EXIT_CODES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {version('trustlayer')}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("learn", help="learn a model from successful runs")
     p.add_argument("paths", nargs="+", help=".jsonl files or directories of them")
@@ -204,7 +224,19 @@ def build_parser() -> argparse.ArgumentParser:
             logging.getLogger(__name__).debug("commands of %s unavailable: %s", entry.name, exc)
             continue
         register(sub)
+    for command in sub.choices.values():
+        _allow_quiet_after(command)
     return parser
+
+
+def _allow_quiet_after(command: argparse.ArgumentParser) -> None:
+    """``-q`` after the subcommand too (``trustlayer validate -q ...``), and the exit codes
+    in each subcommand's ``--help``."""
+    command.epilog = command.epilog or EXIT_CODES
+    command.formatter_class = argparse.RawDescriptionHelpFormatter
+    with contextlib.suppress(argparse.ArgumentError):  # the command has its own -q
+        command.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                             help="no progress bars")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -214,6 +246,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except (TraceError, ModelError, LearnError, UsageError) as exc:
         print(f"trustlayer: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:  # a path that cannot be read or written
+        print(f"trustlayer: error: {exc.filename or ''}: {exc.strerror or exc}",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130

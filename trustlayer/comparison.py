@@ -211,7 +211,7 @@ def render_markdown(results: Sequence[TaskResult]) -> str:
 
 def cmd_eval(args: Any) -> int:
     """``trustlayer eval`` with ``--baselines``, ``--markdown`` or a folder of tasks."""
-    from trustlayer.cli import EXIT_OK, UsageError
+    from trustlayer.cli import EXIT_OK, UsageError, load_model
     if args.directory is None:
         folders = task_dirs(args.model)
         if not folders:
@@ -223,7 +223,7 @@ def cmd_eval(args: Any) -> int:
                 print(f"evaluating {folder} ...", file=sys.stderr)
             results.append(evaluate_task(folder, args.baselines))
     else:
-        model = Model.load(args.model)
+        model = load_model(args.model)
         references: list[Run] = []
         if args.baselines:
             train = Path(args.reference) if args.reference else Path(args.directory).parent / "train"

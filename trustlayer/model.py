@@ -147,6 +147,8 @@ class Model:
         if fmt > MODEL_FORMAT:
             raise ModelError(f"model format {fmt} is newer than this trustlayer reads "
                              f"({MODEL_FORMAT}); upgrade trustlayer")
+        from trustlayer.model_check import check_model  # (it imports this module)
+        check_model(data)
         try:
             states = [ModelState.from_json(s) for s in data["states"]]
             return cls(data["task"], data["version"], {s.id: s for s in states}, data["edges"],

@@ -642,9 +642,9 @@ def cmd_report(args: Any) -> int:
     """``trustlayer report MODEL.json [RUN...] -o report.html``."""
     import sys
 
-    from trustlayer.cli import EXIT_OK, UsageError
+    from trustlayer.cli import EXIT_OK, UsageError, load_model
     from trustlayer.traces import read_runs
-    model = Model.load(args.model)
+    model = load_model(args.model)
     runs = read_runs(args.runs) if args.runs else []
     for run in runs:
         if run.task != model.task:

@@ -28,9 +28,11 @@ EVENT_KINDS = ("state", "action", "end")
 ACTION_TYPES = ("click", "key", "type", "scroll", "wait", "navigate", "tool", "api")
 OUTCOMES = ("success", "failure", "unknown")
 SELF_REPORTS = ("success", "failure")
+LABEL_CAUSES = ("product_bug", "agent_error", None)
 OBSERVATION_CONTENT = ("screenshot", "screenshot_fingerprint", "text", "a11y", "files")
 HEX64, HEX16 = re.compile(r"[0-9a-f]{64}"), re.compile(r"[0-9a-f]{16}")
 IMAGE_FORMATS = ("PNG", "JPEG", "WEBP")
+MAX_NESTING = 200  # JSON depth of an event (an accessibility tree nests, but not this deep)
 
 
 class TraceError(ValueError):
@@ -183,6 +185,36 @@ class Run:
         return self.end.outcome if self.end else None
 
 
+def json_problem(obj: Any, max_depth: int = MAX_NESTING) -> str | None:
+    """What makes parsed JSON unfit to read on, or None: nesting deeper than `max_depth`,
+    a string with a lone UTF-16 surrogate (not Unicode, cannot be written as UTF-8), an
+    object key that is not a string (a dict built in code).
+
+    >>> json_problem({"a": ["\\ud800"]})
+    "string '\\\\ud800' holds a lone surrogate: not Unicode text"
+    >>> json_problem([[[]]], max_depth=2)
+    'JSON nested deeper than 2 levels'
+    """
+    pending: list[tuple[Any, int]] = [(obj, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if depth > max_depth:
+            return f"JSON nested deeper than {max_depth} levels"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return f"object key {key!r} is not a string"
+                pending += [(key, depth), (item, depth + 1)]
+        elif isinstance(value, list):
+            pending += [(item, depth + 1) for item in value]
+        elif isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"string {value[:40]!a} holds a lone surrogate: not Unicode text"
+    return None
+
+
 def _require(obj: dict, name: str, kind: type | tuple, source: str, line: int | None) -> Any:
     if name not in obj:
         raise TraceError(f"missing required field '{name}'", source, line)
@@ -227,17 +259,29 @@ def load_image(ref: str, base_dir: Path | None, settings: Settings, source: str,
         if base_dir is None:
             raise TraceError(f"screenshot path '{ref}' given but no image directory is allowed "
                              "here; send a data: URI instead", source, line)
-        root = base_dir.resolve()
-        path = (root / ref).resolve()
-        if Path(ref).is_absolute() or not path.is_relative_to(root):
-            raise TraceError(f"screenshot path '{ref}' leaves the trace directory {root}",
-                             source, line)
-        if not path.is_file():
-            raise TraceError(f"screenshot file not found: {path}", source, line)
-        data = path.read_bytes()
-        origin = str(path)
+        data, origin = _read_image_file(ref, base_dir, source, line)
     _check_image(data, origin, settings, source, line)
     return ImageRef(data, origin)
+
+
+def _read_image_file(ref: str, base_dir: Path, source: str, line: int | None) -> tuple[bytes, str]:
+    """The bytes of the screenshot file `ref` (relative to `base_dir`, never outside it)
+    and its full path."""
+    shown = ref if len(ref) <= 200 else ref[:200] + "…"
+    root = base_dir.resolve()
+    try:
+        path = (root / ref).resolve()
+        inside = not Path(ref).is_absolute() and path.is_relative_to(root)
+        data = path.read_bytes() if inside and path.is_file() else None
+    except (OSError, ValueError) as exc:  # a NUL byte, a name too long, no permission
+        raise TraceError(f"screenshot path '{shown}' cannot be read ({exc})", source,
+                         line) from None
+    if not inside:
+        raise TraceError(f"screenshot path '{shown}' leaves the trace directory {root}",
+                         source, line)
+    if data is None:
+        raise TraceError(f"screenshot file not found: {path}", source, line)
+    return data, str(path)
 
 
 def _check_image(data: bytes, origin: str, settings: Settings, source: str,
@@ -316,10 +360,16 @@ def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int 
     if isinstance(obj, (str, bytes)):
         try:
             obj = json.loads(obj)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except RecursionError:
+            raise TraceError(f"JSON nested deeper than {MAX_NESTING} levels", source,
+                             line) from None
+        except ValueError as exc:  # bad JSON or UTF-8, a number of over 4,300 digits
             raise TraceError(f"not valid JSON ({exc})", source, line) from None
     if not isinstance(obj, dict):
         raise TraceError("an event must be a JSON object", source, line)
+    problem = json_problem(obj)
+    if problem:
+        raise TraceError(problem, source, line)
     version = _require(obj, "v", int, source, line)
     if version != FORMAT_VERSION:
         raise TraceError(f"format version {version} is not supported (this reads version "
@@ -331,9 +381,11 @@ def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int 
     seq = _require(obj, "seq", int, source, line)
     if seq < 0:
         raise TraceError(f"seq must be 0 or more, got {seq}", source, line)
-    ts = float(_require(obj, "ts", (int, float), source, line))
-    if not math.isfinite(ts):
-        raise TraceError("ts must be a finite number", source, line)
+    ts = _require(obj, "ts", (int, float), source, line)
+    if not (isinstance(ts, float) and math.isfinite(ts) or isinstance(ts, int)
+            and abs(ts) < 2 ** 53):
+        raise TraceError("ts must be a finite number of seconds", source, line)
+    ts = float(ts)
     kind = _require(obj, "kind", str, source, line)
     meta = obj.get("meta")
     if meta is not None and not isinstance(meta, dict):
@@ -382,7 +434,9 @@ def read_run(path: str | Path, settings: Settings | None = None) -> Run:
     except UnicodeDecodeError:
         raise TraceError("file is not UTF-8 text", source) from None
     events: list[Event] = []
-    for number, line_text in enumerate(text.splitlines(), start=1):
+    # lines end at "\n" only: splitlines() would also cut at a raw U+2028, U+0085 or form
+    # feed, which JSON allows inside a string
+    for number, line_text in enumerate(text.split("\n"), start=1):
         if not line_text.strip():
             continue
         event = parse_event(line_text, source=source, line=number, base_dir=path.parent,
@@ -432,14 +486,21 @@ def read_runs(paths: Iterable[str | Path], settings: Settings | None = None) -> 
 
 
 def load_labels(directory: str | Path) -> dict[str, dict[str, Any]]:
-    """Read `labels.json` of a labelled trace directory."""
+    """Read `labels.json` of a labelled trace directory:
+    ``{run_id: {"outcome": "success"|"failure", "cause": "product_bug"|"agent_error"|null}}``."""
     path = Path(directory) / "labels.json"
     try:
         labels = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise TraceError("labels.json not found (needed for evaluation)", str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise TraceError(f"not valid JSON ({exc})", str(path)) from None
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep
+        raise TraceError(f"not valid JSON ({str(exc)[:200]})", str(path)) from None
     if not isinstance(labels, dict):
         raise TraceError("labels.json must map run_id to {outcome, cause}", str(path))
+    for run_id, label in labels.items():
+        if not isinstance(label, dict) or label.get("outcome") not in ("success", "failure") \
+                or label.get("cause") not in LABEL_CAUSES:
+            raise TraceError(f"label of '{run_id}' must be {{\"outcome\": \"success\"|"
+                             f"\"failure\", \"cause\": \"product_bug\"|\"agent_error\"|null}}",
+                             str(path))
     return labels
