@@ -127,14 +127,20 @@ def run_action(runner: Runner, **inputs: str) -> dict[str, dict]:
 
 def test_fails_the_job_on_product_bugs_with_summary_junit_and_report(runner):
     steps = run_action(runner, model="model.json", runs=str(EXAMPLE / "test"))
-    assert runner.outputs["validate"]["exit-code"] == "1"
-    assert steps["Write the step summary"]["code"] == 0
-    assert steps["Write the HTML report"]["code"] == 0
-    final = steps["Fail on the failures asked for"]
-    assert final["code"] == 1 and "::error title=trustlayer::" in final["out"]
+    outputs = runner.outputs["validate"]
+    assert outputs["exit-code"] == "1"
     summary = runner.summary.read_text()
     rows = [line for line in summary.splitlines() if line.startswith("| jl-save-textfile-test")]
     assert len(rows) == 6 and "product_bug" in summary and "fails on: product_bug" in summary
+    counted = {"passed": sum("✅ pass" in row for row in rows),
+               "failed": sum("❌ fail" in row for row in rows),
+               "product-bugs": sum("| product_bug |" in row for row in rows),
+               "agent-errors": sum("| agent_error |" in row for row in rows)}
+    assert {name: int(outputs[name]) for name in counted} == counted
+    assert counted["failed"] == counted["product-bugs"] + counted["agent-errors"] > 0
+    final = steps["Fail on the failures asked for"]
+    assert final["code"] == 1
+    assert f"::error title=trustlayer::{counted['failed']} runs failed" in final["out"]
     cases = ET.parse(runner.workspace / "trustlayer-results.xml").getroot().iter("testcase")
     assert len(list(cases)) == 6
     report = (runner.workspace / "trustlayer-report.html").read_text()
@@ -143,12 +149,15 @@ def test_fails_the_job_on_product_bugs_with_summary_junit_and_report(runner):
     assert upload["name"] == "trustlayer-report"
     for path in upload["path"].split():
         assert (runner.workspace / path).is_file(), path
+    cache = steps["actions/cache@v4"]["with"]
+    assert Path(cache["path"]).is_absolute() and cache["key"].startswith("trustlayer-pip-")
 
 
 def test_agent_stumbles_are_reported_without_failing_the_job(runner):
     runs = " ".join(str(EXAMPLE / "test" / f"jl-save-textfile-test-{n}.jsonl") for n in ("05", "08"))
     steps = run_action(runner, model="model.json", runs=runs, junit="out/results.xml")
     assert runner.outputs["validate"]["exit-code"] == "0"
+    assert runner.outputs["validate"]["agent-errors"] == "1"
     assert steps["Fail on the failures asked for"]["code"] == 0
     summary = runner.summary.read_text()
     assert "agent_error" in summary and "1 failed" in summary
@@ -158,13 +167,26 @@ def test_agent_stumbles_are_reported_without_failing_the_job(runner):
     assert with_any["Fail on the failures asked for"]["code"] == 1
 
 
-def test_bad_input_fails_every_step_that_reads_it(runner):
+def test_bad_input_is_reported_as_bad_input_not_as_failed_runs(runner):
     steps = run_action(runner, model="no-such-model.json", runs=str(EXAMPLE / "test"))
     assert runner.outputs["validate"]["exit-code"] == "2"
-    assert steps["Write the step summary"]["code"] != 0
-    assert "model file not found" in steps["Write the HTML report"]["err"]
-    # a failed step skips the steps without `if: always()`: the job has failed already
-    assert "Fail on the failures asked for" not in steps
+    assert "model file not found" in steps["Validate the runs"]["err"]
+    summary = runner.summary.read_text()
+    assert "bad input, no run was judged" in summary and "model file not found" in summary
+    final = steps["Fail on the failures asked for"]
+    assert final["code"] == 2 and "::error title=trustlayer: bad input::" in final["out"]
+
+
+def test_one_judgement_and_python_set_up_before_any_pip():
+    steps = ACTION["runs"]["steps"]
+    commands = [line.strip() for step in steps for line in step.get("run", "").splitlines()
+                if line.strip().startswith("trustlayer ")]
+    assert len(commands) == 1 and commands[0].startswith("trustlayer validate -q")
+    setup = next(n for n, step in enumerate(steps) if step.get("uses", "").startswith(
+        "actions/setup-python@"))
+    first_pip = next(n for n, step in enumerate(steps) if "pip" in step.get("run", ""))
+    assert setup < first_pip
+    assert ACTION["outputs"]["product-bugs"]["value"] == "${{ steps.validate.outputs.product-bugs }}"
 
 
 def test_example_workflow_uses_the_action_as_declared():

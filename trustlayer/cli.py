@@ -23,7 +23,7 @@ from trustlayer.llm import LLMJudge
 from trustlayer.matcher import judge_run
 from trustlayer.model import Model, ModelError
 from trustlayer.settings import Settings
-from trustlayer.traces import TraceError, load_labels, read_run, trace_files
+from trustlayer.traces import Run, TraceError, load_labels, read_run, trace_files
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_CODES = """exit codes:
@@ -91,16 +91,22 @@ def verdict_record(status) -> dict[str, Any]:
             "llm_calls": status.llm_calls}
 
 
-def judge_paths(model: Model, paths: Sequence[str], quiet: bool) -> list[dict[str, Any]]:
-    """Verdict records for every run under `paths`."""
-    llm = LLMJudge(model.settings.llm) if model.settings.llm.enabled else None
-    records = []
-    for run in _read(paths, "validating", quiet):
+def task_runs(model: Model, paths: Sequence[str], quiet: bool) -> list[Run]:
+    """The runs under `paths`, each checked to be of the model's task."""
+    runs = _read(paths, "reading", quiet)
+    for run in runs:
         if run.task != model.task:
             raise UsageError(f"{run.source}: run of task '{run.task}', model is for "
                              f"'{model.task}'")
-        records.append(verdict_record(judge_run(model, run, llm)))
-    return records
+    return runs
+
+
+def judge_paths(model: Model, paths: Sequence[str], quiet: bool) -> list[dict[str, Any]]:
+    """Verdict records for every run under `paths`."""
+    llm = LLMJudge(model.settings.llm) if model.settings.llm.enabled else None
+    runs = task_runs(model, paths, quiet)
+    return [verdict_record(judge_run(model, run, llm))
+            for run in _progress(runs, "validating", quiet)]
 
 
 def _text_line(record: dict[str, Any]) -> str:
@@ -111,14 +117,28 @@ def _text_line(record: dict[str, Any]) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    model = load_model(args.model)
-    records = judge_paths(model, args.paths, args.quiet)
+    """Judge the runs once; write the verdicts in every form asked for (standard output or
+    ``-o``, ``--junit``, ``--markdown``, ``--report``, ``--github-output``)."""
     from trustlayer import outputs
+    model = load_model(args.model)
+    if args.report:  # the report's analysis holds the verdicts: one judgement, not two
+        from trustlayer.report import analyse_runs, write_report
+        views = analyse_runs(model, task_runs(model, args.paths, args.quiet))
+        records = [verdict_record(view.status) for view in views]
+        write_report(model, views, args.report)
+    else:
+        records = judge_paths(model, args.paths, args.quiet)
     if args.format in ("junit", "markdown") or args.output:
         outputs.write(records, model.task, args.format, args.output, _text_line)
     else:
         for record in records:
             print(json.dumps(record) if args.format == "json" else _text_line(record))
+    for fmt, path in (("junit", args.junit), ("markdown", args.markdown)):
+        if path:
+            outputs.write(records, model.task, fmt, path, _text_line)
+    if args.github_output:
+        with open(args.github_output, "a", encoding="utf-8") as out:
+            out.writelines(f"{name}={count}\n" for name, count in outputs.counts(records).items())
     return EXIT_FAIL if outputs.failed(records, args.fail_on) else EXIT_OK
 
 
@@ -193,6 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="junit: one test case per run; markdown: a summary table for "
                    "$GITHUB_STEP_SUMMARY")
     p.add_argument("-o", "--output", help="write the verdicts to this file")
+    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    p.add_argument("--markdown", metavar="FILE", help="also write the Markdown summary to FILE")
+    p.add_argument("--report", metavar="FILE", help="also write the HTML report to FILE (the "
+                   "same judgement, not a second one)")
+    p.add_argument("--github-output", metavar="FILE", help="append passed=, failed=, "
+                   "product-bugs=, agent-errors= lines to FILE ($GITHUB_OUTPUT)")
     p.add_argument("--fail-on", choices=["any", "product_bug"], default="any",
                    help="exit 1 on any failed run (default), or only on product bugs")
     p.set_defaults(func=cmd_validate)

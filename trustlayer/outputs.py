@@ -28,6 +28,18 @@ def failed(records: Sequence[dict[str, Any]], fail_on: str = "any") -> list[dict
             and (fail_on == "any" or r.get("cause") == "product_bug")]
 
 
+def counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """How many runs passed and failed, and the failures by cause.
+
+    >>> counts([{"verdict": "fail", "cause": "agent_error"}, {"verdict": "pass", "cause": None}])
+    {'passed': 1, 'failed': 1, 'product-bugs': 0, 'agent-errors': 1}
+    """
+    failures = [r for r in records if r["verdict"] == "fail"]
+    return {"passed": len(records) - len(failures), "failed": len(failures),
+            "product-bugs": sum(r.get("cause") == "product_bug" for r in failures),
+            "agent-errors": sum(r.get("cause") == "agent_error" for r in failures)}
+
+
 def junit_xml(records: Sequence[dict[str, Any]], task: str) -> str:
     """One ``<testsuite>`` for the task, one ``<testcase>`` per run; a failed run's
     ``<failure>`` has the reason as message, the cause as type and the details as text."""
@@ -61,12 +73,10 @@ def _cell(text: Any) -> str:
 
 def markdown_summary(records: Sequence[dict[str, Any]], task: str) -> str:
     """A heading with the counts, then one table row per run (failures first)."""
-    failures = [r for r in records if r["verdict"] == "fail"]
-    product = sum(r.get("cause") == "product_bug" for r in failures)
-    agent = sum(r.get("cause") == "agent_error" for r in failures)
+    count = counts(records)
     lines = [f"### trustlayer: {task}", "",
-             f"**{len(records) - len(failures)} passed, {len(failures)} failed** of "
-             f"{len(records)} runs ({product} product bug, {agent} agent error)", "",
+             f"**{count['passed']} passed, {count['failed']} failed** of {len(records)} runs "
+             f"({count['product-bugs']} product bug, {count['agent-errors']} agent error)", "",
              "| run | verdict | coverage | cause | reason |",
              "| --- | --- | ---: | --- | --- |"]
     for record in sorted(records, key=lambda r: (r["verdict"] != "fail", r["run_id"])):

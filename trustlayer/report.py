@@ -584,12 +584,16 @@ def _phases_table(model: Model, found: Sequence[Phase]) -> str:
     return "".join(rows)
 
 
-def render_report(model: Model, runs: Sequence[Run] = ()) -> str:
-    """The whole report page for `model` and the `runs` judged against it."""
-    found = phases(model)
+def analyse_runs(model: Model, runs: Sequence[Run]) -> list[RunView]:
+    """Each run judged (as ``validate`` does) and analysed for the report."""
     index = StateIndex(model)
     llm = LLMJudge(model.settings.llm) if model.settings.llm.enabled else None
-    views = [analyse_run(model, run, index, llm) for run in runs]
+    return [analyse_run(model, run, index, llm) for run in runs]
+
+
+def render_report(model: Model, views: Sequence[RunView] = ()) -> str:
+    """The whole report page for `model` and the runs analysed in `views`."""
+    found = phases(model)
     failed = sum(1 for v in views if v.status.verdict != "pass")
     summary = ""
     if views:
@@ -632,24 +636,19 @@ successful runs · {len(model.states)} states, {len(model.essential)} essential,
 """
 
 
-def write_report(model: Model, runs: Sequence[Run], path: str | Path) -> None:
+def write_report(model: Model, views: Sequence[RunView], path: str | Path) -> None:
     """Write the report page to `path` (its folder made if missing)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(render_report(model, runs), encoding="utf-8")
+    Path(path).write_text(render_report(model, views), encoding="utf-8")
 
 
 def cmd_report(args: Any) -> int:
     """``trustlayer report MODEL.json [RUN...] -o report.html``."""
     import sys
 
-    from trustlayer.cli import EXIT_OK, UsageError, load_model
-    from trustlayer.traces import read_runs
+    from trustlayer.cli import EXIT_OK, load_model, task_runs
     model = load_model(args.model)
-    runs = read_runs(args.runs) if args.runs else []
-    for run in runs:
-        if run.task != model.task:
-            raise UsageError(f"{run.source}: run of task '{run.task}', model is for "
-                             f"'{model.task}'")
-    write_report(model, runs, args.output)
+    runs = task_runs(model, args.runs, args.quiet) if args.runs else []
+    write_report(model, analyse_runs(model, runs), args.output)
     print(f"report of {len(runs)} runs -> {args.output}", file=sys.stderr)
     return EXIT_OK
