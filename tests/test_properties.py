@@ -27,8 +27,13 @@ def test_every_training_run_passes_its_own_model(extra_lists):
         assert judge_run(model, run).verdict == "pass", run.run_id
 
 
+# extras before the last milestone: the run still ends where successful runs end
+extras_on_the_way = st.lists(st.tuples(st.integers(0, len(MILESTONES) - 1),
+                                       st.sampled_from(EXTRA_SCREENS)), max_size=3)
+
+
 @settings(max_examples=15, deadline=None)
-@given(st.lists(extras, min_size=2, max_size=4), extras, st.integers(0, 5))
+@given(st.lists(extras, min_size=2, max_size=4), extras_on_the_way, st.integers(0, 5))
 def test_extra_states_never_turn_a_pass_into_a_fail(extra_lists, inserted, run_number):
     model = learn(training_runs(extra_lists))
     like_training = extra_lists[0]
@@ -37,6 +42,15 @@ def test_extra_states_never_turn_a_pass_into_a_fail(extra_lists, inserted, run_n
     more = like_training + inserted + [(2, "Unseen popup")]
     busy = as_run(events_for("new", make_screens(run_number + 10, more)))
     assert judge_run(model, busy).verdict == "pass"
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(extras, min_size=2, max_size=4), st.integers(0, 5))
+def test_a_run_that_ends_on_an_unseen_screen_fails(extra_lists, run_number):
+    model = learn(training_runs(extra_lists))
+    screens = make_screens(run_number + 10, extra_lists[0]) + ["Error 500\nInternal failure"]
+    status = judge_run(model, as_run(events_for("new", screens)))
+    assert status.verdict == "fail" and "not where successful runs end" in status.reason
 
 
 @settings(max_examples=15, deadline=None)

@@ -151,7 +151,7 @@ def test_console_check_catches_a_broken_page(tmp_path):
 
 
 def test_report_renders_in_chromium(report, tmp_path):
-    pixels, console = render(report, tmp_path)
+    pixels, console = render(report, tmp_path, "1400,3200")  # the graph and a first run
     assert console == [], console
     assert pixels.std() > 20, "the screenshot is blank"
     blue = np.all(np.abs(pixels.astype(int) - (9, 105, 218)) < 40, axis=-1)

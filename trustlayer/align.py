@@ -14,16 +14,23 @@ from typing import Sequence
 from trustlayer.canonical import content_lines
 from trustlayer.fingerprints import Fingerprint
 from trustlayer.settings import Settings
+from trustlayer.templates import field_of
 from trustlayer.visual import hamming
 
 ALIGN_MIN_SIMILARITY = 0.5
 StateKey = tuple[int, int]  # (run index, step index)
 
 
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
 def similarity(left: Fingerprint, right: Fingerprint, settings: Settings) -> float:
     """A score in [0, 1]: the mean, over the kinds of content either state has (text,
-    accessibility tree, files), of the Jaccard index of their lines; so a long file
-    listing does not drown a short tool output. Visual closeness for screens without text.
+    accessibility tree, files), of the Jaccard index of their lines, each averaged with
+    the Jaccard index of the fields the lines fill (two confirmations of different
+    bookings fill the same ``key:`` fields); so a long file listing does not drown a
+    short tool output. Visual closeness for screens without text.
     """
     if left.image_sha is not None and left.image_sha == right.image_sha:
         return 1.0
@@ -32,11 +39,14 @@ def similarity(left: Fingerprint, right: Fingerprint, settings: Settings) -> flo
             return 0.0
         a, b = _by_kind(content_lines(left.lines)), _by_kind(content_lines(right.lines))
         kinds = a.keys() | b.keys()
-        return sum(len(a.get(k, set()) & b.get(k, set())) / len(a.get(k, set()) | b.get(k, set()))
-                   for k in kinds) / len(kinds)
+        return sum(_kind_similarity(a.get(k, set()), b.get(k, set())) for k in kinds) / len(kinds)
     if left.phash is None or right.phash is None:
         return 0.0
     return max(0.0, 1.0 - hamming(left.phash, right.phash) / settings.phash_different)
+
+
+def _kind_similarity(a: set[str], b: set[str]) -> float:
+    return (_jaccard(a, b) + _jaccard({field_of(x) for x in a}, {field_of(x) for x in b})) / 2
 
 
 def _by_kind(lines: frozenset[str]) -> dict[str, set[str]]:

@@ -3,14 +3,16 @@
 Every state becomes a set of short lines, each prefixed by where it came from:
 ``T|`` window title, ``U|`` URL path, ``X|`` visible text, ``A|`` accessibility tree,
 ``F|`` code-snapshot facts. Fixed masks cover only what is volatile in any application
-(clock times, dates, relative ages, durations, ports, UUIDs, hex ids, random temporary
-names); numbers and names are kept, because what varies in a task is *learned* from its
+(clock times, dates, relative ages, durations, measurements to six decimal places or more,
+ports, UUIDs, hex ids, random temporary names); numbers and names are kept, because what varies in a task is *learned* from its
 successful runs (see :mod:`trustlayer.templates`).
 """
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
+from itertools import islice
 from typing import Any, Iterable
 from urllib.parse import urlsplit
 
@@ -25,6 +27,7 @@ MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.IGNOREC
     (r"\b(?:\d+(?:\.\d+)? ?(?:ms|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?"
      r"|weeks?|months?|years?) ago|just now)\b", "<ago>"),
     (r"\b\d+(?:\.\d+)? ?(?:ms|s|sec|secs|seconds)\b", "<dur>"),
+    (r"\b\d+\.\d{6,}\b", "<measure>"),  # a float to six places or more is a measurement
     (r"\b(?:0x)?[0-9a-f]{12,}\b", "<hex>"),
     (r"(?<=[:/ ])(?:127\.0\.0\.1|localhost)(?::\d+)?", "<host>"),
     (r"\b(?=(?:[a-z]*\d){2})(?=\d*[a-z])[a-z0-9]{8,}\b", "<rnd>"),
@@ -61,11 +64,45 @@ def tokens(line: str) -> tuple[str, ...]:
     return tuple(TOKEN.findall(line))
 
 
+MAX_JSON_LEAVES = 2000  # a larger document is compared line by line
+
+
+def _json_leaves(document: Any, path: str = "") -> Iterable[tuple[str, Any]]:
+    if isinstance(document, dict):
+        for key, value in document.items():
+            yield from _json_leaves(value, f"{path}_{key}" if path else str(key))
+    elif isinstance(document, list) and document:
+        for index, value in enumerate(document):
+            yield from _json_leaves(value, f"{path}_{index}" if path else str(index))
+    else:
+        yield path or "value", document
+
+
+def _json_lines(text: str) -> list[str] | None:
+    """One ``path: value`` line per leaf when `text` is a JSON document (pretty-printed,
+    on one line or in a viewer: the same lines), else None."""
+    stripped = text.strip()
+    if stripped[:1] not in ("{", "["):
+        return None
+    try:
+        leaves = list(islice(_json_leaves(json.loads(stripped)), MAX_JSON_LEAVES + 1))
+    except (ValueError, RecursionError):
+        return None
+    if len(leaves) > MAX_JSON_LEAVES:
+        return None
+    return [f"{_NOT_WORD.sub('_', path)}: {json.dumps(value, ensure_ascii=False)}"
+            for path, value in leaves]
+
+
+_NOT_WORD = re.compile(r"\W+")
+
+
 def text_lines(text: str | None, prefix: str) -> set[str]:
-    """Non-empty masked lines of a block of text."""
+    """Non-empty masked lines of a block of text (of a JSON document: one per leaf)."""
     if not text:
         return set()
-    return {f"{prefix}|{masked}" for raw in text.splitlines() if (masked := mask(raw))}
+    raw_lines = _json_lines(text) or text.splitlines()
+    return {f"{prefix}|{masked}" for raw in raw_lines if (masked := mask(raw))}
 
 
 _INLINE_VALUE = re.compile(r"""^(\s*- .*?["'\]]):\s+(.+)$""")

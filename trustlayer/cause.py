@@ -50,20 +50,34 @@ def _expected(model: Model, known: dict[str, Any]) -> set[str]:
     return set(known["ids"]).union(*(model.successors(s) for s in known["ids"]))
 
 
+def _unaccepted_end(model: Model, history: Sequence[dict[str, Any]]) -> str:
+    ends = " or ".join(f"'{model.name(s)}'" for s in model.accepting[:3])
+    shown = _shown(model, history[-1:]) if history else "nothing"
+    return f"every milestone reached, but the run ended in {shown}, not where successful " \
+           f"runs end ({ends})"
+
+
 def explain_failure(model: Model, history: Sequence[dict[str, Any]], position: int,
-                    matched: Sequence[str]) -> tuple[str, str]:
-    """Reason and cause for a run that ended without every milestone.
+                    matched: Sequence[str], headline: str | None = None) -> tuple[str, str]:
+    """Reason and cause for a run that ended without every milestone, with every
+    milestone but not in a state where successful runs end, or with what `headline`
+    says (a required output given another value).
 
     `history` holds one entry per observed state: ``seq``, ``ids`` (model states it
     matched), ``via`` (signatures of the actions that led to it), ``novel`` (words no
     training state showed); `position` is the index of the first milestone not reached.
     """
-    missing = next(s for s in model.essential[position:] if s not in model.soft)
+    missing = next((s for s in model.essential[position:] if s not in model.soft), None)
     last = matched[-1] if matched else None
-    reason = f"'{model.name(missing)}' never reached " + (f"after '{model.name(last)}'" if last
-                                                            else "from the start")
-    phase = where(model, missing)
-    reason = f"{reason} ({phase})" if phase else reason
+    if headline is not None:
+        reason = headline
+    elif missing is None:
+        reason = _unaccepted_end(model, history)
+    else:
+        reason = f"'{model.name(missing)}' never reached " + (
+            f"after '{model.name(last)}'" if last else "from the start")
+        phase = where(model, missing)
+        reason = f"{reason} ({phase})" if phase else reason
     start = max((i for i, e in enumerate(history) if last in e["ids"]), default=-1)
     known = history[start] if start >= 0 else None
     for k in range(start + 1, len(history)):

@@ -31,6 +31,9 @@ from trustlayer.templates import word_tokens
 from trustlayer.visual import hamming, masked_ssim
 
 UNSURE_MAX_UNEXPLAINED = 2
+# successful runs whose last states differ in more than half their lines (left out one by
+# one) share no shape of an end: then only the ends themselves accept
+ENDING_MAX_TOLERANCE = 0.5
 
 
 @dataclass(frozen=True)
@@ -70,15 +73,23 @@ def _visual(fp: Fingerprint, state: ModelState, settings: Settings) -> Decision:
 def _tolerated(unexplained: list[str], fp: Fingerprint, state: ModelState, settings: Settings,
                known_words: frozenset[str]) -> bool:
     """Whether the unexplained lines are within what the state's successful members showed
-    of each other (its learned tolerance), when none of them holds a word that no
-    successful run ever showed (an error message is news, a file listed is not)."""
+    of each other (its learned tolerance, at least ``known_line_tolerance``), when none
+    of them holds a word that no successful run ever showed (an error message is news, a
+    file listed is not) or changes a value successful runs showed (188 rows for 8)."""
     if not unexplained:
         return True
     content = len(content_lines(fp.lines))
     if len(unexplained) <= settings.unexplained_line_tolerance * content:
         return True
-    return len(unexplained) <= state.tolerance * content and all(
-        word_tokens(line) <= known_words for line in unexplained)
+    if not all(word_tokens(line) <= known_words for line in unexplained) \
+            or state.profile.contradictions(fp.lines):
+        return False
+    if len(unexplained) <= state.tolerance * content:
+        return True
+    # beyond what the members showed, only lines that say something in known words
+    # (not bare numbers or progress marks, where a count changed)
+    return len(unexplained) <= settings.known_line_tolerance * content and all(
+        word_tokens(line) for line in unexplained)
 
 
 def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
@@ -136,3 +147,19 @@ def judge(model: Model, fp: Fingerprint, state_id: str, llm: LLMJudge | None = N
     """:func:`decide` for `model`'s state `state_id`, with the model's own settings and
     known words."""
     return decide(fp, model.states[state_id], model.settings, llm, index_of(model).known_words)
+
+
+def ends_like_success(model: Model, fp: Fingerprint, ids: list[str]) -> bool:
+    """Whether an observed state (matching model states `ids`) is evidence of the goal:
+    one of the states where successful runs ended, or like all their last states together
+    (``model.ending``: every line they all show, nothing beyond the variety they showed
+    among themselves, no learned value changed)."""
+    if not model.accepting or set(ids) & set(model.accepting):
+        return True
+    ending = model.ending
+    if ending is None or not ending.structural or not fp.has_structure \
+            or ending.tolerance > ENDING_MAX_TOLERANCE:
+        return False
+    missing, unexplained = ending.profile.compare(fp.lines)
+    return not missing and _tolerated(unexplained, fp, ending, model.settings,
+                                      index_of(model).known_words)

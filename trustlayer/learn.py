@@ -19,6 +19,8 @@ from trustlayer.canonical import content_lines
 from trustlayer.dominators import SUCCESS, START, VISIT_MARK, essential_chain, \
     convergence_points, immediate_dominators, merged_graph, unroll_visits
 from trustlayer.equivalence import decide, judge
+from trustlayer.evidence import accepting_states, habit_lines, incidental_milestones, \
+    required_outputs
 from trustlayer.index import index_of
 from trustlayer.model import Model, ModelState
 from trustlayer.naming import name_states
@@ -38,7 +40,8 @@ class LearnError(ValueError):
     """Runs from which no model can be learned."""
 
 
-def _build_state(state_id: str, members: Sequence[tuple[str, Step]], size: int) -> ModelState:
+def _build_state(state_id: str, members: Sequence[tuple[str, Step]], size: int,
+                 habits: Sequence[frozenset[str]] | None = None) -> ModelState:
     fps = [step.fingerprint for _, step in members]
     structural = any(fp.has_structure for fp in fps)
     thumbs = [fp.thumbnail for fp in fps if fp.thumbnail is not None]
@@ -46,7 +49,7 @@ def _build_state(state_id: str, members: Sequence[tuple[str, Step]], size: int) 
     mask = learn_volatile_mask(arrays)
     lines = [fp.lines for fp in fps] if structural else []
     return ModelState(
-        id=state_id, name="", profile=learn_profile(lines), structural=structural,
+        id=state_id, name="", profile=learn_profile(lines, habits), structural=structural,
         image_shas=sorted({fp.image_sha for fp in fps if fp.image_sha}),
         phashes=sorted({fp.phash for fp in fps if fp.phash is not None}),
         thumbnails=thumbs[:MAX_EXEMPLARS],
@@ -207,6 +210,7 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     run_ids = sorted(steps)
     groups = group_states([[st.fingerprint for st in steps[rid]] for rid in run_ids], settings)
     groups.sort(key=lambda g: (statistics.mean(i / len(steps[run_ids[r]]) for r, i in g), g[0]))
+    last_lines = [content_lines(steps[rid][-1].fingerprint.lines) for rid in run_ids]
     state_of: dict[tuple[int, int], str] = {}
     states: dict[str, ModelState] = {}
     for number, group in enumerate(groups):
@@ -214,7 +218,9 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
         for key in group:
             state_of[key] = sid
         states[sid] = _build_state(sid, [(run_ids[r], steps[run_ids[r]][i]) for r, i in group],
-                                   settings.thumbnail_size)
+                                   settings.thumbnail_size,
+                                   [habit_lines(steps[run_ids[r]][i], steps[run_ids[r]][i - 1] if i else None,
+                                                last_lines[r]) for r, i in group])
     paths = {rid: [(state_of[(r, i)], st) for i, st in enumerate(steps[rid])]
              for r, rid in enumerate(run_ids)}
     graph = merged_graph([unroll_visits([sid for sid, _ in path]) for path in paths.values()])
@@ -230,8 +236,17 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
             if step.fingerprint.title:
                 titles[sid].append(step.fingerprint.title)
     name_states(list(states.values()), labels, titles)
+    accepting = accepting_states(paths)
+    ending = _build_state("end", [(rid, steps[rid][-1]) for rid in run_ids],
+                          settings.thumbnail_size)
+    interruptions = _interruptions(essential, paths)
+    incidental = [sid for sid in incidental_milestones(essential, accepting, paths)
+                  if sid not in interruptions]
     model = Model(task=tasks[0], version=version, states=states, edges=_edges(paths),
-                  essential=essential, soft=_interruptions(essential, paths), negative=[],
+                  essential=essential, negative=[],
+                  soft=[sid for sid in essential if sid in interruptions or sid in incidental],
+                  accepting=accepting, ending=ending, incidental=incidental,
+                  required_outputs=required_outputs(paths),
                   idom=_nearest_essential(idom, essential), timing=_timing(essential, paths),
                   segment_actions=_segment_actions(essential, paths),
                   convergence=convergence_points(graph),

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from trustlayer.cause import explain_failure
-from trustlayer.equivalence import judge
+from trustlayer.equivalence import ends_like_success, judge
 from trustlayer.index import index_of
 from trustlayer.llm import LLMJudge
 from trustlayer.model import Model
@@ -72,6 +72,7 @@ class Matcher:
         self.history: list[dict[str, Any]] = []
         self.matched_at: dict[str, int] = {}
         self.start_ts: float | None = None
+        self.outputs: dict[str, str] = {}  # "type:target" -> the last value of a tool call
         self.state: Status | None = None
 
     @property
@@ -105,6 +106,8 @@ class Matcher:
         self.state.event_ts = event.ts
         if self.state.final:
             return self.state
+        if event.kind == "action" and event.action.value is not None:
+            self.outputs[f"{event.action.type}:{event.action.target or ''}"] = event.action.value
         step = self.builder.feed(event)
         if step is not None:
             self._observe(step)
@@ -118,7 +121,8 @@ class Matcher:
         known = [sid for sid in ids if sid not in self.model.negative]
         novel = index_of(self.model).novelty(step.fingerprint) if not known else []
         self.history.append({"seq": step.seq, "ts": step.ts, "ids": known,
-                             "via": action_signatures(step), "novel": novel[:8]})
+                             "via": action_signatures(step), "novel": novel[:8],
+                             "ends": ends_like_success(self.model, step.fingerprint, known)})
         if not known:
             self.state.unknown_states += 1
         if negatives and not known:
@@ -167,12 +171,35 @@ class Matcher:
         total = len(essential)
         self.state.coverage = round(len(self.matched_at) / total, 4) if total else 1.0
         done = self.position >= total or all(s in self.model.soft for s in essential[self.position:])
-        if done:
+        if done and self._accepted():
             self.state.status, self.state.reason = PASSED, "every essential milestone reached"
             if self.state.detected_at_seq is None:
                 self.state.detected_at_seq = seq
         else:
             self.state.status = AT_RISK if self.state.warnings else RUNNING
+
+    def _accepted(self) -> bool:
+        """Whether the run ended where successful runs end: its last state is such a
+        state, or only extras came after one (states no successful run showed, with no
+        word none of them showed: a spinner, a toast)."""
+        for entry in reversed(self.history):
+            if entry["ends"]:
+                return True
+            if entry["ids"] or entry["novel"]:
+                return False
+        return False
+
+    def _wrong_output(self) -> tuple[str, str, str] | None:
+        """A tool call made with another value than every successful run gave it."""
+        for call, value in self.model.required_outputs.items():
+            given = self.outputs.get(call)
+            if given is not None and given != value:
+                return call, given, value
+        return None
+
+    def _skipped_incidental(self) -> list[str]:
+        return [f"took a route no successful run took: skipped '{self.model.name(sid)}'"
+                for sid in self.model.incidental if sid not in self.matched_at]
 
     def _fail(self, seq: int, reason: str, cause: str | None) -> None:
         self.state.status, self.state.reason, self.state.cause = FAILED, reason, cause
@@ -183,11 +210,16 @@ class Matcher:
         """Judge the run as ended after event `seq` (its end event, or its last one)."""
         if self.state is None or self.state.final:
             return
-        if self.state.status == PASSED:
+        wrong = self._wrong_output()
+        if self.state.status == PASSED and wrong is None:
             self.state.final = True
+            self.state.warnings = self._skipped_incidental()
             return
+        headline = None if wrong is None else (
+            f"the agent called {wrong[0]} with '{wrong[1]}'; every successful run called it "
+            f"with '{wrong[2]}'")
         reason, cause = explain_failure(self.model, self.history, self.position,
-                                        list(self.matched_at))
+                                        list(self.matched_at), headline)
         self._fail(seq, reason, cause)
 
     def tick(self, now: float) -> Status | None:
@@ -219,6 +251,7 @@ class Matcher:
         """JSON-serialisable state, for the stream's table (see :meth:`restore`)."""
         return {"position": self.position, "history": self.history,
                 "matched_at": self.matched_at, "start_ts": self.start_ts,
+                "outputs": self.outputs,
                 "baseline_files": self.builder.baseline_files,
                 "pending": [asdict(a) for a in self.builder.pending],
                 "status": None if self.state is None else asdict(self.state)}
@@ -229,6 +262,7 @@ class Matcher:
         matcher = cls(model, llm)
         matcher.position, matcher.history = data["position"], data["history"]
         matcher.matched_at, matcher.start_ts = dict(data["matched_at"]), data["start_ts"]
+        matcher.outputs = dict(data.get("outputs", {}))
         matcher.builder.baseline_files = data["baseline_files"]
         matcher.builder.pending = [Action(**a) for a in data["pending"]]
         matcher.state = None if data["status"] is None else Status(**data["status"])

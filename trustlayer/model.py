@@ -102,7 +102,7 @@ class Model:
     states: dict[str, ModelState]
     edges: list[dict[str, Any]]
     essential: list[str]
-    soft: list[str]
+    soft: list[str]  # essential states a run may skip: interruptions and incidental ones
     negative: list[str]
     idom: dict[str, str]
     timing: dict[str, Any]
@@ -111,6 +111,10 @@ class Model:
     segment_actions: list[list[str]] = field(default_factory=list)
     convergence: list[str] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
+    accepting: list[str] = field(default_factory=list)
+    ending: ModelState | None = None
+    incidental: list[str] = field(default_factory=list)
+    required_outputs: dict[str, str] = field(default_factory=dict)
 
     @property
     def optional(self) -> list[str]:
@@ -134,7 +138,10 @@ class Model:
                 "essential": self.essential, "soft": self.soft, "negative": self.negative,
                 "idom": self.idom, "timing": self.timing, "training_runs": self.training_runs,
                 "settings": self.settings.to_json(), "segment_actions": self.segment_actions,
-                "convergence": self.convergence, "history": self.history}
+                "convergence": self.convergence, "history": self.history,
+                "accepting": self.accepting, "incidental": self.incidental,
+                "ending": None if self.ending is None else self.ending.to_json(),
+                "required_outputs": self.required_outputs}
 
     @classmethod
     def from_json(cls, data: dict) -> "Model":
@@ -154,7 +161,10 @@ class Model:
             return cls(data["task"], data["version"], {s.id: s for s in states}, data["edges"],
                        data["essential"], data["soft"], data["negative"], data["idom"],
                        data["timing"], data["training_runs"], Settings.from_json(data["settings"]),
-                       data["segment_actions"], data["convergence"], data.get("history", []))
+                       data["segment_actions"], data["convergence"], data.get("history", []),
+                       data["accepting"],
+                       None if data["ending"] is None else ModelState.from_json(data["ending"]),
+                       data["incidental"], data["required_outputs"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None
 

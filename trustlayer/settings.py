@@ -40,6 +40,10 @@ class Settings:
     unexplained_line_tolerance:
         Fraction of a state's text lines that may be unexplained by a model state's
         learned templates while still matching it (0 = every line must be explained).
+    known_line_tolerance:
+        Fraction of a state's lines that may be unexplained when they hold only words
+        successful runs showed and change no learned value (a second search result, a
+        side panel), unless the state learned a larger tolerance from its members.
     deadline_factor:
         A milestone is overdue when it took longer than this factor times the slowest
         successful run (used by the stream's deadlines).
@@ -55,6 +59,7 @@ class Settings:
     ssim_different: float = 0.80
     thumbnail_size: int = 64
     unexplained_line_tolerance: float = 0.02
+    known_line_tolerance: float = 0.1
     deadline_factor: float = 3.0
     drop_after_bypasses: int = 2
     llm: LLMSettings = field(default_factory=LLMSettings)

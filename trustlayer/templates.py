@@ -59,6 +59,15 @@ def _key(body: tuple[str, ...]) -> tuple[str, ...] | None:
     return None
 
 
+@lru_cache(maxsize=1 << 16)
+def field_of(line: str) -> str:
+    """The field a canonical line fills: its prefix and leading ``key:`` when it has one
+    (``X|price: 90`` -> ``X|price :``), else the whole line."""
+    prefix, body = _split(line)
+    key = _key(body)
+    return _render(prefix, key) if key else line
+
+
 def _can_merge(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
     if len(left) != len(right):
         return False
@@ -91,8 +100,10 @@ class Profile:
         self._exact: dict[str, int] = {}
         self._wild: dict[tuple[str, int], list[tuple[int, tuple[str, ...]]]] = {}
         self._rest: dict[tuple[str, tuple[str, ...]], int] = {}
+        self._bodies: dict[tuple[str, int], list[tuple[int, tuple[str, ...]]]] = {}
         for index, rendered in enumerate(self.templates):
             prefix, body = _split(rendered)
+            self._bodies.setdefault((prefix, len(body)), []).append((index, body))
             if body and body[-1] == REST:
                 self._rest[(prefix, body[:-1])] = index
             elif WILDCARD in body:
@@ -136,6 +147,31 @@ class Profile:
         missing = [self.templates[i] for i in self._salient if i not in found]
         return missing, sorted(unexplained)
 
+    def contradictions(self, lines: Iterable[str]) -> list[str]:
+        """Lines of an observation that show a salient learned line, which the observation
+        lacks, with one value changed: the same tokens but one, where successful runs never
+        varied (``188 rows`` in place of ``8 rows``, ``hello word`` in place of ``hello
+        world``). A changed value contradicts what successful runs showed; a line of
+        another shape, or beside the learned one (a second result row), does not.
+
+        >>> p = Profile(["X|8 rows where cities > 2", "X|row 243"], [True, True])
+        >>> p.contradictions(["X|188 rows where cities > 2", "X|row 243", "X|row 244"])
+        ['X|188 rows where cities > 2']
+        """
+        lines = list(lines)
+        shown = {self.template_of(line) for line in lines}
+        found = []
+        for line in lines:
+            if self.template_of(line) is not None:
+                continue
+            prefix, body = _split(line)
+            for index, template in self._bodies.get((prefix, len(body)), ()):
+                if self.salient[index] and index not in shown and sum(t != b and t not in (WILDCARD, REST)
+                                              for t, b in zip(template, body)) == 1:
+                    found.append(line)
+                    break
+        return found
+
     @property
     def salient_templates(self) -> list[str]:
         return [t for t, s in zip(self.templates, self.salient) if s]
@@ -175,8 +211,13 @@ def _merge_by_key(lines: list[str], split: dict, group_of: dict[str, int],
             bodies[first] = key + (REST,)
 
 
-def learn_profile(members: Sequence[frozenset[str]]) -> Profile:
+def learn_profile(members: Sequence[frozenset[str]],
+                  habits: Sequence[frozenset[str]] | None = None) -> Profile:
     """Learn the templates of one model state from its members' canonical lines.
+
+    `habits` holds, per member, lines that only restate the agent's own action (see
+    :func:`trustlayer.evidence.habit_lines`): a template that any member shows as such
+    a line is optional, not salient.
 
     Two lines are variants of one slot when they have the same prefix and token count,
     differ in at most a third of their positions (words only), and never occur together
@@ -225,7 +266,10 @@ def learn_profile(members: Sequence[frozenset[str]]) -> Profile:
     prefixes = {group_of[line]: split[line][0] for line in lines}
     groups = sorted(bodies)
     templates = [_render(prefixes[g], bodies[g]) for g in groups]
-    salient = [len(owners[g]) == len(members) for g in groups]
+    habits = habits or [frozenset()] * len(members)
+    habitual = {group_of[line] for line in lines
+                if any(line in habits[m] for m in holders[line])}
+    salient = [len(owners[g]) == len(members) and g not in habitual for g in groups]
     return Profile(templates, salient)
 
 
