@@ -3,7 +3,10 @@
 An embedded Kafka (:class:`stream.broker.EmbeddedKafka`) starts, a model is learned per task
 from ``DIR/train``, a worker (``trustlayer worker``, in a subprocess) loads it, the runs of
 ``DIR/test`` are replayed as live runners would publish them, and the runs' statuses show
-in a live table until every run has its final verdict. With ``--once`` each final verdict is
+in a live table (rich; beside each run what ``DIR/test/labels.json`` expects) until every run
+has its final verdict, followed by the next step (``trustlayer report``); without a terminal,
+a line per change. SIGTERM and SIGHUP stop the worker and the broker as Ctrl-C does.
+With ``--once`` each final verdict is
 printed once (``--format json``: the fields of ``trustlayer validate --format json`` plus
 ``status``, ``detected_at_seq`` and ``model_version``) and refinement and timer verdicts are
 off, so the verdicts are comparable with the batch validator's.
@@ -15,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,11 +27,12 @@ import time
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, TextIO
+from typing import Any, Callable
 
 from trustlayer.cli import EXIT_BAD_INPUT, EXIT_OK, verdict_record
 from trustlayer.learn import learn
 from trustlayer.settings import Settings
+from trustlayer.traces import TraceError, load_labels
 
 from stream.broker import stop_process
 from stream.cli import follow, topic_names, verdict_line
@@ -85,66 +90,115 @@ class WorkerProcess:
         self.log.close()
 
 
-class LiveTable:
-    """The runs and their latest status, redrawn in a terminal (a line per change if the
-    output is not one)."""
+STATUS_STYLE = {"running": ("running…", "dim"), "at_risk": ("at risk", "yellow"),
+                "passed": ("PASSED ✓", "bold green"), "failed": ("FAILED ✗", "bold red")}
+LEGEND = ("VERDICT: running → at risk (a screen came before the milestone that should precede "
+          "it; the run may recover) → PASSED or FAILED (final: it never changes).  MILESTONES: "
+          "share of the learned essential milestones reached, in order.  AT EVENT: the event "
+          "(seq) at which the verdict was decided.  EXPECTED: the human label in labels.json.")
 
-    def __init__(self, run_ids: list[str], out: TextIO, redraw: bool):
+
+def expected_label(label: dict[str, Any] | None) -> tuple[str, str | None]:
+    """What labels.json says of a run, as the screen shows it, and the verdict it implies.
+
+    >>> expected_label({"outcome": "failure", "cause": "product_bug"})
+    ('fail · product bug', 'failed')
+    >>> expected_label(None)
+    ('—', None)
+    """
+    if not label:
+        return "—", None
+    if label.get("outcome") == "success":
+        return "pass", "passed"
+    cause = (label.get("cause") or "").replace("_", " ")
+    return "fail" + (f" · {cause}" if cause else ""), "failed"
+
+
+class Screen:
+    """The demo's live screen: one table row per run (its expected and current verdict,
+    milestones reached, the event that decided, the model version and the full reason),
+    a legend, and notes. Rendered afresh at every refresh of a :class:`rich.live.Live`,
+    so its clock runs; without a terminal, one line per change instead."""
+
+    def __init__(self, run_ids: list[str], labels: dict[str, dict], title: str,
+                 echo: Callable[[str], None] | None = None):
         self.runs: dict[str, dict | None] = {rid: None for rid in run_ids}
-        self.out, self.redraw = out, redraw
+        self.labels, self.title, self.echo = labels, title, echo
         self.started = time.monotonic()
-        self.drawn = 0.0
         self.notes: list[str] = []
 
     def update(self, record: dict) -> None:
         self.runs[record["run_id"]] = record
-        self._show(verdict_line(record))
+        if self.echo:
+            self.echo(f"{self.elapsed():6.1f}s  {verdict_line(record)}")
 
     def note(self, text: str) -> None:
         """A line under the table (a new model version)."""
         self.notes = (self.notes + [text])[-5:]
-        self._show(text)
-
-    def _show(self, line: str) -> None:
-        if not self.redraw:
-            print(f"{time.monotonic() - self.started:6.1f}s  {line}", file=self.out, flush=True)
-        elif time.monotonic() - self.drawn > 0.1 or self.done():
-            self.draw()
+        if self.echo:
+            self.echo(text)
 
     def done(self) -> bool:
         return all(r is not None and r.get("final") for r in self.runs.values())
 
-    def draw(self) -> None:
-        self.drawn = time.monotonic()
-        width = max(map(len, self.runs)) + 2
-        lines = ["\x1b[H\x1b[2J" + f"trustlayer demo: {len(self.runs)} runs, "
-                 f"{time.monotonic() - self.started:.1f} s", "",
-                 f"{'RUN':<{width}}{'STATUS':<10}{'MODEL':<7}{'COVER':>6}  {'SEQ':>4}  REASON"]
-        for run_id, rec in self.runs.items():
-            if rec is None:
-                lines.append(f"{run_id:<{width}}{'waiting':<10}")
-                continue
-            status = rec["status"].upper() if rec.get("final") else rec["status"]
-            seq = "" if rec.get("detected_at_seq") is None else rec["detected_at_seq"]
-            reason = (f"{rec['cause']}: " if rec.get("cause") else "") + (rec.get("reason") or "")
-            lines.append(f"{run_id:<{width}}{status:<10}v{rec['model_version']:<6}"
-                         f"{rec['coverage']:>6.0%}  {seq!s:>4}  {reason[:90]}")
-        lines += [""] + self.notes
-        print("\n".join(lines), file=self.out, flush=True)
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def agreement(self) -> tuple[int, int]:
+        """How many final verdicts agree with their label, of those with a label."""
+        pairs = [(expected_label(self.labels.get(rid))[1], rec["status"])
+                 for rid, rec in self.runs.items() if rec is not None and rec.get("final")]
+        labelled = [(want, got) for want, got in pairs if want is not None]
+        return sum(want == got for want, got in labelled), len(labelled)
+
+    def _row(self, run_id: str, record: dict | None) -> list:
+        from rich.text import Text
+
+        expected, want = expected_label(self.labels.get(run_id))
+        if record is None:
+            return [run_id, expected, Text("waiting", "dim"), "", "", "", "", ""]
+        final = bool(record.get("final"))
+        shown, style = STATUS_STYLE.get(record["status"], (record["status"], ""))
+        verdict = Text(shown if final or record["status"] != "failed" else "failing", style)
+        agrees = "" if not final or want is None else \
+            Text("✓", "green") if want == record["status"] else Text("✗ differs", "bold red")
+        seq = record.get("detected_at_seq")
+        cause = (record.get("cause") or "").replace("_", " ")
+        reason = Text.assemble((f"{cause}: " if cause else "", "bold"), record.get("reason") or "")
+        return [run_id, expected, verdict, agrees, f"{record['coverage']:.0%}",
+                "" if seq is None else f"#{seq}", f"v{record['model_version']}", reason]
+
+    def __rich__(self):
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        done = sum(1 for r in self.runs.values() if r is not None and r.get("final"))
+        table = Table(title=f"{self.title} · {done}/{len(self.runs)} runs decided · "
+                      f"{self.elapsed():.1f} s", title_justify="left", expand=True)
+        for name, options in (("RUN", {"no_wrap": True}), ("EXPECTED", {"no_wrap": True}),
+                              ("VERDICT", {"no_wrap": True}), ("AS LABELLED", {"no_wrap": True}),
+                              ("MILESTONES", {"justify": "right"}),
+                              ("AT EVENT", {"justify": "right"}), ("MODEL", {}),
+                              ("REASON", {"ratio": 1})):
+            table.add_column(name, **options)
+        for run_id, record in self.runs.items():
+            table.add_row(*self._row(run_id, record))
+        return Group(table, Text(LEGEND, "dim"), *(Text(note) for note in self.notes))
 
 
 async def _watch(bootstrap: str, topics, plan, run_ids: list[str], args: argparse.Namespace,
-                 timeout: float) -> set[str]:
-    """Replay `plan` and show verdicts until every run is final; return runs left open."""
+                 timeout: float, screen: Screen | None) -> set[str]:
+    """Replay `plan` and show verdicts (on `screen`, or with ``--once`` each final verdict
+    once) until every run is final; return the runs left open."""
     final: dict[str, dict] = {}
-    table = None if args.once else LiveTable(run_ids, sys.stdout, sys.stdout.isatty())
 
     async def collect() -> None:
         async for record in follow(bootstrap, topics.verdicts):
             if record.get("run_id") not in run_ids:
                 continue
-            if table is not None:
-                table.update(record)
+            if screen is not None:
+                screen.update(record)
             if record.get("final") and record["run_id"] not in final:
                 final[record["run_id"]] = record
                 if args.once:
@@ -157,12 +211,12 @@ async def _watch(bootstrap: str, topics, plan, run_ids: list[str], args: argpars
     async def models() -> None:
         async for model in follow(bootstrap, topics.models):
             entry = (model.get("history") or [{}])[-1]
-            if table is not None and entry.get("action") == "refined":
+            if screen is not None and entry.get("action") == "refined":
                 changes = [f"+'{n}'" for n in entry.get("added", [])] + \
                     [f"-'{n}'" for n in entry.get("dropped", [])]
-                table.note(f"model {model['task']} v{model['version']}: refined with "
-                           f"{', '.join(entry.get('runs', []))}; milestones "
-                           f"{' '.join(changes) or 'unchanged'}")
+                screen.note(f"model {model['task']} v{model['version']}: refined with "
+                            f"{', '.join(entry.get('runs', []))}; milestones "
+                            f"{' '.join(changes) or 'unchanged'}")
 
     replay = asyncio.create_task(publish(bootstrap, topics.events, plan))
     watcher = asyncio.create_task(models())
@@ -179,7 +233,64 @@ async def _watch(bootstrap: str, topics, plan, run_ids: list[str], args: argpars
     return set(run_ids) - set(final)
 
 
-def run_demo(args: argparse.Namespace) -> int:
+def _labels(test: Path) -> dict[str, dict]:
+    """``test/labels.json`` if there is one that reads (else no EXPECTED column values)."""
+    try:
+        return load_labels(test) if (test / "labels.json").is_file() else {}
+    except TraceError as exc:
+        print(f"trustlayer demo: {exc} (no EXPECTED column)", file=sys.stderr)
+        return {}
+
+
+def _stop_on_signal(signum: int, frame: Any) -> None:
+    """SIGTERM / SIGHUP: leave as Ctrl-C does, through the ``finally`` that stops the worker
+    and the broker (the default action would end this process and leave them running)."""
+    raise SystemExit(128 + signum)
+
+
+def _replay_and_show(bootstrap: str, topics, plan, run_ids: list[str], test: Path,
+                     args: argparse.Namespace, timeout: float,
+                     console: Any) -> tuple[set[str], Screen | None]:
+    """Replay and watch: on a terminal a live table (rich), else a line per change.
+    Returns the runs left open and the screen."""
+    from rich.live import Live
+
+    if args.once:
+        return asyncio.run(_watch(bootstrap, topics, plan, run_ids, args, timeout, None)), None
+    live = console.is_terminal
+    screen = Screen(run_ids, _labels(test), f"trustlayer demo · {test}",
+                    None if live else lambda text: console.print(text, highlight=False,
+                                                                soft_wrap=True))
+    with Live(screen, console=console, refresh_per_second=4) if live else contextlib.nullcontext():
+        left = asyncio.run(_watch(bootstrap, topics, plan, run_ids, args, timeout, screen))
+    return left, screen
+
+
+def next_step(screen: Screen, train: Path, test: Path) -> str:
+    """The closing lines: agreement with labels.json, and how to see why."""
+    agree, labelled = screen.agreement()
+    lines = [f"{agree} of {labelled} labelled runs judged as labelled."] if labelled else []
+    return "\n".join(lines + ["Next, see why each run passed or failed, frame by frame:",
+                              f"  trustlayer learn {train} -o model.json",
+                              f"  trustlayer report model.json {test} -o report.html"])
+
+
+def run_demo(args: argparse.Namespace, console: Any = None) -> int:
+    """``trustlayer demo``: learn, start Kafka (unless ``--broker``) and a worker, replay
+    ``DIR/test`` and show the verdicts on `console` (a :class:`rich.console.Console`, by
+    default standard output). SIGTERM and SIGHUP stop the worker and the broker too."""
+    from rich.console import Console
+
+    previous = {signum: signal.signal(signum, _stop_on_signal)
+                for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return _run_demo(args, console or Console(highlight=False))
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _run_demo(args: argparse.Namespace, console: Any) -> int:
     directory = Path(args.directory)
     train, test = directory / "train", directory / "test"
     for needed in (train, test):
@@ -188,8 +299,8 @@ def run_demo(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return EXIT_BAD_INPUT
     speed = args.speed if args.speed is not None else (0.0 if args.once else 1.0)
-    note = (lambda text: print(text, file=sys.stderr, flush=True)) if args.once or not sys.stdout.isatty() \
-        else (lambda text: print(text, flush=True))
+    note = (lambda text: print(text, file=sys.stderr, flush=True)) if args.once \
+        else (lambda text: console.print(text, highlight=False, soft_wrap=True))
     work = Path(tempfile.mkdtemp(prefix="trustlayer-demo-"))
     broker = worker = None
     keep = False  # the worker's log stays when something went wrong
@@ -231,16 +342,20 @@ def run_demo(args: argparse.Namespace) -> int:
         runs = read_events([test])
         run_ids = [events[0]["run_id"] for events in runs]
         plan = schedule(runs, speed)
-        note(f"worker ready after {time.monotonic() - t0:.1f} s; replaying {len(runs)} runs "
-             f"({len(plan)} events) from {test} at speed {speed or 'max'}")
-        left = asyncio.run(_watch(bootstrap, topics, plan, run_ids, args,
-                                  max(1.0, args.timeout - (time.monotonic() - t0))))
+        note(f"worker (pid {worker.proc.pid}) ready after {time.monotonic() - t0:.1f} s; "
+             f"replaying {len(runs)} runs ({len(plan)} events) from {test} at speed "
+             f"{speed or 'max'}")
+        left, screen = _replay_and_show(bootstrap, topics, plan, run_ids, test, args,
+                                        max(1.0, args.timeout - (time.monotonic() - t0)),
+                                        console)
         if left:
             keep = True
             print(f"trustlayer demo: no final verdict for {', '.join(sorted(left))} within "
                   f"{args.timeout:.0f} s; worker log: {work / 'worker.log'}", file=sys.stderr)
             return EXIT_BAD_INPUT
         note(f"every run has its final verdict ({time.monotonic() - t0:.1f} s in all)")
+        if screen is not None:
+            note(next_step(screen, train, test))
         return EXIT_OK
     finally:
         if worker is not None:

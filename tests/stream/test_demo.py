@@ -1,0 +1,109 @@
+"""`trustlayer demo`: its screen (expected beside actual verdicts, full reasons, a legend,
+the next step) and its end on SIGTERM, which takes its worker with it."""
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from rich.console import Console
+
+from stream.demo import Screen, expected_label, next_step
+from streamkit import EXAMPLES
+
+LONG_REASON = ("'untitled.txt - JupyterLab: Saving completed' never reached after 'Cancel': "
+               "the product showed a state never seen in successful runs (Error Permission "
+               "denied), the end of this sentence is well past ninety characters")
+
+
+def test_expected_labels_read_as_the_screen_shows_them():
+    assert expected_label({"outcome": "success", "cause": None}) == ("pass", "passed")
+    assert expected_label({"outcome": "failure", "cause": "agent_error"}) == \
+        ("fail · agent error", "failed")
+    assert expected_label(None) == ("—", None)
+
+
+def test_the_screen_shows_expected_verdicts_full_reasons_legend_and_next_step(tmp_path):
+    labels = {"r-pass": {"outcome": "success", "cause": None},
+              "r-fail": {"outcome": "failure", "cause": "product_bug"},
+              "r-wrong": {"outcome": "success", "cause": None}}
+    screen = Screen(list(labels) + ["r-open"], labels, "demo")
+    base = {"model_version": 1, "final": True, "cause": None, "detected_at_seq": 9}
+    screen.update({**base, "run_id": "r-pass", "status": "passed", "coverage": 1.0,
+                   "reason": "every essential milestone reached"})
+    screen.update({**base, "run_id": "r-fail", "status": "failed", "coverage": 0.5,
+                   "cause": "product_bug", "reason": LONG_REASON})
+    screen.update({**base, "run_id": "r-wrong", "status": "failed", "coverage": 0.25,
+                   "cause": "agent_error", "reason": "stopped early"})
+    screen.update({**base, "run_id": "r-open", "status": "at_risk", "final": False,
+                   "coverage": 0.25, "detected_at_seq": None, "reason": None})
+    console = Console(file=io.StringIO(), width=140, record=True)
+    console.print(screen)
+    text = " ".join(console.export_text().split())
+    for shown in ("EXPECTED", "AS LABELLED", "fail · product bug", "PASSED ✓", "FAILED ✗",
+                  "✗ differs", "at risk", "#9", "3/4 runs decided", "MILESTONES: share"):
+        assert shown in text, shown
+    words = LONG_REASON.split()
+    assert all(word in text for word in words[-6:]), "the reason was cut"
+    assert screen.agreement() == (2, 3)
+    hint = next_step(screen, EXAMPLES / "train", EXAMPLES / "test")
+    assert hint.startswith("2 of 3 labelled runs judged as labelled.")
+    assert f"trustlayer report model.json {EXAMPLES / 'test'} -o report.html" in hint
+
+
+def test_the_clock_runs_between_updates():
+    screen = Screen(["r1"], {}, "demo")
+    first = Console(file=io.StringIO(), width=100, record=True)
+    first.print(screen)
+    time.sleep(0.25)
+    second = Console(file=io.StringIO(), width=100, record=True)
+    second.print(screen)
+    assert first.export_text().splitlines()[0] != second.export_text().splitlines()[0]
+
+
+def test_sigterm_stops_the_demo_and_its_worker(kafka):
+    demo = subprocess.Popen([sys.executable, "-m", "trustlayer.cli", "demo", str(EXAMPLES),
+                             "--broker", kafka.bootstrap, "--speed", "0.05", "--timeout", "300"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    worker_pid, seen = None, []
+    deadline = time.monotonic() + 150
+    while worker_pid is None and time.monotonic() < deadline:
+        line = demo.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if line.startswith("worker (pid "):
+            worker_pid = int(line.split("pid ")[1].split(")")[0])
+    assert worker_pid is not None, "".join(seen)[-3000:]
+    family = descendants(demo.pid)
+    assert worker_pid in family
+    demo.send_signal(signal.SIGTERM)
+    assert demo.wait(timeout=60) == 128 + signal.SIGTERM
+    demo.stdout.close()
+    deadline = time.monotonic() + 10  # a child of the worker may take a moment to follow
+    while (alive := [pid for pid in family if os.path.exists(f"/proc/{pid}")]) and \
+            time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive, f"the demo's worker (pid {worker_pid}) or its children outlived it: {alive}"
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, pending = set(), [pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.add(child)
+            pending.append(child)
+    return found
