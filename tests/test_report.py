@@ -2,6 +2,7 @@
 `trustlayer show --png`, on real JupyterLab and coding traces."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from trustlayer.phases import phases
 from trustlayer.traces import load_labels, read_run, read_runs
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
+EXAMPLES_TEST = Path(__file__).resolve().parents[1] / "examples" / "jupyter" / "test"
 JUPYTER = SHARED / "jupyter-dev"
 PASSES, PRODUCT_BUG, AGENT_ERROR, NEGATIVE_SOURCE = (
     JUPYTER / "test" / f"jl-save-textfile-test-{n:02d}.jsonl" for n in (5, 1, 2, 16))
@@ -108,11 +110,12 @@ def test_report_shows_the_model(report, model_file):
 def test_report_shows_each_run_and_the_divergence(report):
     page = parse(report)
     text = " ".join(" ".join(page.text).split())
-    runs = {a["id"]: c for (t, a), c in zip(
-        [(t, a) for t, a in page.tags if t == "article"], classes(page, "article"))}
-    assert runs == {"jl-save-textfile-test-05": {"run", "pass"},
-                    "jl-save-textfile-test-01": {"run", "fail"},
-                    "jl-save-textfile-test-02": {"run", "fail"}}
+    runs = {a["id"]: (c, "open" in a) for (t, a), c in zip(
+        [(t, a) for t, a in page.tags if t == "details"], classes(page, "details"))
+        if "run" in c}
+    assert runs == {"jl-save-textfile-test-05": ({"run", "pass"}, False),  # folded
+                    "jl-save-textfile-test-01": ({"run", "fail"}, True),
+                    "jl-save-textfile-test-02": ({"run", "fail"}, True)}
     assert text.count("Divergence") == 2 and text.count("the run showed instead") == 2
     assert "expected: 'untitled.txt - JupyterLab: Saving completed'" in text
     assert "failed in phase 'Saving completed' after 'hello world'" in text
@@ -121,6 +124,9 @@ def test_report_shows_each_run_and_the_divergence(report):
     assert sum("milestone" in c for c in classes(page, "figure")) >= 3
     assert re.search(r"equivalence\s*: different by tier", text)
     assert "Decisions to check" in text
+    assert sum("doubts" in c for c in classes(page, "details")) >= 1  # folded tables
+    assert [a for t, a in page.tags if t == "input" and a.get("id") == "only-failed"]
+    assert "body:has(#only-failed:checked) .run.pass" in report.read_text()
 
 
 def chromium() -> str:
@@ -195,3 +201,71 @@ def test_a_negative_milestone_is_shown_beside_the_frame(tmp_path):
     text = " ".join(" ".join(parse(out).text).split())
     assert re.search(r"negative milestone '[^']+' appeared", text)
     assert re.search(r"negative milestone '[^']+' \(seen in failed runs\)", text)
+
+
+def measure_in_chromium(page: Path, tmp_path: Path, width: int) -> tuple[int, int]:
+    """(document width, window width) of `page` laid out in Chromium at `width` pixels."""
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text(encoding="utf-8").replace(
+        "</body>", "<script>document.title = document.documentElement.scrollWidth + 'x' + "
+        "window.innerWidth;</script></body>"), encoding="utf-8")
+    done = subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'p'}",
+                           f"--window-size={width},900", "--dump-dom", probe.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    found = re.search(r"<title>(\d+)x(\d+)</title>", done.stdout)
+    assert found, done.stdout[:500] + done.stderr[-1000:]
+    return int(found.group(1)), int(found.group(2))
+
+
+def test_nothing_overflows_the_window_to_the_right(report, tmp_path):
+    document, window = measure_in_chromium(report, tmp_path, 1000)
+    assert document <= window, f"the page is {document} px wide in a {window} px window"
+
+
+def test_expected_state_is_a_real_screen_with_the_training_runs(model_file, tmp_path):
+    without, with_train = tmp_path / "thumb.html", tmp_path / "real.html"
+    assert main(["-q", "report", str(model_file), str(PRODUCT_BUG), "-o", str(without)]) == 0
+    assert main(["-q", "report", str(model_file), str(PRODUCT_BUG), "-o", str(with_train),
+                 "--train", str(JUPYTER / "train")]) == 0
+
+    def expected_figure(path: Path) -> tuple[set[str], str]:
+        html_text = path.read_text(encoding="utf-8")
+        figure = html_text[html_text.index("<figcaption>expected: "):]
+        figure = figure[: figure.index("</figure>")]
+        img = re.search(r'<img( class="thumbnail")? alt="[^"]*" src="data:image/(\w+);', figure)
+        assert img, figure[:300]
+        return ({"thumbnail"} if img.group(1) else set()), figure
+
+    classes_without, figure = expected_figure(without)
+    assert classes_without == {"thumbnail"} and "--train" in figure
+    classes_with, figure = expected_figure(with_train)
+    assert classes_with == set() and "jl-save-textfile-train-" in figure
+
+
+def test_the_deciding_words_are_marked_as_a_diff(model_file, tmp_path):
+    out = tmp_path / "diff.html"
+    hello_word = EXAMPLES_TEST / "jl-save-textfile-test-14.jsonl"  # typed 'hello word'
+    assert main(["-q", "report", str(model_file), str(hello_word), "-o", str(out)]) == 0
+    html_text = out.read_text(encoding="utf-8")
+    assert re.search(r"hello <del>world </del></div><div><span class=\"label\">showed</span> "
+                     r"hello <ins>word </ins>", html_text)
+
+
+def test_everything_from_the_runs_is_escaped(tmp_path):
+    from tracegen import events_for, make_screens, write_run
+    train = tmp_path / "train"
+    train.mkdir()
+    for number in range(2):
+        write_run(train, events_for(f"train-{number}", make_screens(number)))
+    hostile = events_for("<script>alert(1)</script>", make_screens(3)[:2] +
+                         ['<img src=x onerror="alert(2)"> </pre><b>bold</b>'])
+    run = tmp_path / "hostile.jsonl"
+    run.write_text("".join(json.dumps(event) + "\n" for event in hostile))
+    assert main(["-q", "learn", str(train), "-o", str(tmp_path / "m.json")]) == 0
+    assert main(["-q", "report", str(tmp_path / "m.json"), str(run), "-o",
+                 str(tmp_path / "r.html")]) == 0
+    page = parse(tmp_path / "r.html")
+    assert not [a for t, a in page.tags if t == "script" or "onerror" in a]
+    text = " ".join(page.text)
+    assert "<script>alert(1)</script>" in text and "<b>bold</b>" in text
+    assert '<img src=x onerror="alert(2)">' in text

@@ -125,7 +125,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from trustlayer.report import analyse_runs, write_report
         views = analyse_runs(model, task_runs(model, args.paths, args.quiet))
         records = [verdict_record(view.status) for view in views]
-        write_report(model, views, args.report)
+        references = task_runs(model, [args.train], args.quiet) if args.train else []
+        write_report(model, views, args.report, references)
     else:
         records = judge_paths(model, args.paths, args.quiet)
     if args.format in ("junit", "markdown") or args.output:
@@ -217,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", metavar="FILE", help="also write the Markdown summary to FILE")
     p.add_argument("--report", metavar="FILE", help="also write the HTML report to FILE (the "
                    "same judgement, not a second one)")
+    p.add_argument("--train", metavar="DIR", help="with --report: the model's training runs, "
+                   "to show the expected states as they really looked")
     p.add_argument("--github-output", metavar="FILE", help="append passed=, failed=, "
                    "product-bugs=, agent-errors= lines to FILE ($GITHUB_OUTPUT)")
     p.add_argument("--fail-on", choices=["any", "product_bug"], default="any",
@@ -242,6 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("runs", nargs="*", help=".jsonl files or directories of them")
     p.add_argument("-o", "--output", required=True, help="HTML file to write")
+    p.add_argument("--train", metavar="DIR", help="the model's training runs: the expected "
+                   "states are shown as they really looked, not as stored thumbnails")
     p.set_defaults(func=cmd_report)
     for entry in entry_points(group="trustlayer.commands"):
         try:

@@ -1,27 +1,34 @@
 """One self-contained HTML page that shows why trustlayer decided: ``trustlayer report``.
 
-The page holds, with every image embedded as a ``data:`` URI and no script at all:
+The page (Jinja2 templates in ``report_html/``, autoescaped: nothing a run holds becomes
+markup) holds, with every image embedded as a ``data:`` URI and no script at all:
 
 * the learned model as a picture: the merged graph left to right (:mod:`trustlayer.layout`)
   with each state's exemplar, essential milestones highlighted, interruptions dashed,
   optional states dimmed, convergence points (where alternative routes meet) marked,
   negative milestones in red, and the phases (:mod:`trustlayer.phases`) as bands;
-* for each run: its frames in order, grouped by phase, each with the model state it
-  matched; for a failed run the divergence point, the missing milestone's exemplar beside
-  what the run showed instead, the reason and the cause;
-* the equivalence decisions a person may doubt (an unsure pair, a visual match that only
-  SSIM settled, a text match with tolerated lines, a near miss): both sides, the tier that
-  decided and its evidence.
+* for each run, folded when it passed (a checkbox shows only the failed runs): its frames
+  in order, grouped by phase, each with the model state it matched; for a failed run the
+  divergence point, the missing milestone as successful runs showed it (a real frame when
+  the training runs are given, else the model's thumbnail) beside what the run showed
+  instead, the deciding lines as a word diff (``hello <del>world</del>`` /
+  ``hello <ins>word</ins>``), the reason and the cause;
+* folded, the equivalence decisions a person may doubt (an unsure pair, a visual match that
+  only SSIM settled, a text match with tolerated lines, a near miss): both sides, the tier
+  that decided and its evidence.
 """
 from __future__ import annotations
 
 import base64
-import html
+import difflib
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import jinja2
+from markupsafe import Markup
 from PIL import Image
 
 from trustlayer.dominators import START, SUCCESS
@@ -39,6 +46,7 @@ FRAME_WIDTH = 180
 MAX_DOUBTS = 6
 SNIPPET_LINES = 7
 LINE_PREFERENCE = {"X": 0, "F": 1, "A": 2, "T": 3, "U": 4}
+TOKEN = re.compile(r"<\*\*?>|\w+|[^\w\s]+")  # a word, a run of punctuation, a wildcard
 
 
 def data_uri(data: bytes, mime: str) -> str:
@@ -139,101 +147,72 @@ def _column_x(column: int) -> int:
     return MARGIN + column * (NODE_W + GAP_X)
 
 
-def _phase_bands(model: Model, placed: Layout, found: Sequence[Phase]) -> list[str]:
-    parts = []
+def _phase_bands(placed: Layout, found: Sequence[Phase]) -> list[dict[str, Any]]:
     band_bottom = placed.negative_row_y - 8 if placed.negative_row_y else placed.height - 10
+    bands = []
     for phase in found:
         start = placed.layer[phase.after] + 1 if phase.after else 1
         end = placed.layer[phase.milestone] if phase.milestone else \
             max(placed.layer[s] for s in phase.states)
         x0, x1 = _column_x(start) - GAP_X // 2 + 4, _column_x(end) + NODE_W + GAP_X // 2 - 4
-        parts.append(f'<rect class="band band{phase.index % 2}" x="{x0}" y="6" '
-                     f'width="{x1 - x0}" height="{band_bottom - 6}" rx="8"/>')
-        label = _wrap(f"{phase.index + 1}: {phase.name}", max(8, (x1 - x0 - 16) // 8), 1)[0]
-        parts.append(f'<text class="band-label" x="{x0 + 8}" y="26">{html.escape(label)}<title>phase {phase.index + 1}: '
-                     f'{html.escape(phase.name)}</title></text>')
-    return parts
+        bands.append({"x": x0, "width": x1 - x0, "height": band_bottom - 6,
+                      "parity": phase.index % 2,
+                      "label": _wrap(f"{phase.index + 1}: {phase.name}",
+                                     max(8, (x1 - x0 - 16) // 8), 1)[0],
+                      "title": f"phase {phase.index + 1}: {phase.name}"})
+    return bands
 
 
-def _node_svg(model: Model, sid: str, x: int, y: int, converge: dict[str, int]) -> str:
+def _node(model: Model, sid: str, x: int, y: int, converge: dict[str, int]) -> dict[str, Any]:
     state = model.states[sid]
-    kind = state_kind(model, sid)
-    size = model.settings.thumbnail_size
-    tip = (f"{state.name} ({sid}, {kind}; seen {len(state.members)} times"
-           + (f", cause {state.negative_cause}" if state.negative_cause else "") + ")")
-    parts = [f'<g class="node {kind}" transform="translate({x},{y})">',
-             f"<title>{html.escape(tip)}</title>",
-             f'<rect class="box" width="{NODE_W}" height="{NODE_H}" rx="8"/>']
-    image = exemplar_image(state, size, (NODE_W - 16, 76))
-    if image is not None:
-        parts.append(f'<image x="8" y="8" width="{NODE_W - 16}" height="76" '
-                     f'href="{data_uri(_png(image), "image/png")}"/>')
-    else:
-        parts.append(f'<rect class="snippet" x="8" y="8" width="{NODE_W - 16}" height="76"/>')
-        for row, line in enumerate(readable_lines(state.profile.salient_templates, 6)):
-            parts.append(f'<text class="mono" x="12" y="{20 + row * 12}">'
-                         f'{html.escape(line[:24])}</text>')
-    for row, line in enumerate(_wrap(state.name, 21, 3)):
-        parts.append(f'<text class="name" x="{NODE_W // 2}" y="{100 + row * 14}">'
-                     f"{html.escape(line)}</text>")
-    if sid in converge:
-        parts.append(f'<g class="converge"><title>convergence point: {converge[sid]} routes '
-                     f'meet here</title><path d="M0,-9 L9,0 L0,9 L-9,0 Z"/></g>')
-    parts.append("</g>")
-    return "".join(parts)
+    image = exemplar_image(state, model.settings.thumbnail_size, (NODE_W - 16, 76))
+    return {"terminal": False, "x": x, "y": y, "kind": state_kind(model, sid),
+            "tip": f"{state.name} ({sid}, {state_kind(model, sid)}; seen {len(state.members)} "
+                   "times" + (f", cause {state.negative_cause}" if state.negative_cause else "")
+                   + ")",
+            "image": data_uri(_png(image), "image/png") if image is not None else None,
+            "snippet": [line[:24] for line in readable_lines(state.profile.salient_templates, 6)],
+            "name_lines": _wrap(state.name, 21, 3), "converge": converge.get(sid)}
 
 
-def _terminal_svg(node: str, x: int, y: int) -> str:
-    return (f'<g class="terminal {node.lower()}" transform="translate({x},{y})">'
-            f'<rect width="{NODE_W}" height="44" y="{NODE_H // 2 - 22}" rx="22"/>'
-            f'<text x="{NODE_W // 2}" y="{NODE_H // 2 + 5}">{node}</text></g>')
-
-
-def graph_svg(model: Model) -> str:
-    """The model's graph as inline SVG (no script, images as data URIs)."""
-    placed = layout(list(model.states), [(e["source"], e["target"]) for e in model.edges],
-                    model.essential, model.negative)
-    converge = convergence_points(model)
+def _edges(model: Model, placed: Layout) -> list[dict[str, Any]]:
     total = max(len(model.training_runs), 1)
     runs = {(e["source"], e["target"]): e for e in model.edges}
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" width="{placed.width}" '
-             f'height="{placed.height}" viewBox="0 0 {placed.width} {placed.height}" '
-             f'role="img" aria-label="learned model of {html.escape(model.task)}">',
-             '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
-             'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/>'
-             "</marker></defs>"]
-    parts += _phase_bands(model, placed, phases(model))
-    mid = NODE_H // 2
+    mid, edges = NODE_H // 2, []
     for source, target in placed.forward:
         (sx, sy), (tx, ty) = placed.position[source], placed.position[target]
         x1, y1, x2, y2 = sx + NODE_W, sy + mid, tx - 2, ty + mid
         bend = max((x2 - x1) / 2, 20)
         edge = runs[(source, target)]
-        width = 1 + 3 * edge["runs"] / total
         actions = ", ".join(f"{a} ×{n}" for a, n in edge["actions"].items() if n)
-        main = "main" if source in model.essential + [START] and \
-            target in model.essential + [SUCCESS] else ""
-        parts.append(f'<path class="edge {main}" stroke-width="{width:.1f}" '
-                     f'd="M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}" '
-                     f'marker-end="url(#arrow)"><title>{html.escape(source)} → '
-                     f'{html.escape(target)}: {edge["runs"]} of {total} runs'
-                     f'{"; " + html.escape(actions) if actions else ""}</title></path>')
+        main = source in model.essential + [START] and target in model.essential + [SUCCESS]
+        edges.append({"cls": "main" if main else "", "width": f"{1 + 3 * edge['runs'] / total:.1f}",
+                      "d": f"M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}",
+                      "title": f"{source} → {target}: {edge['runs']} of {total} runs"
+                               + (f"; {actions}" if actions else "")})
     for source, target in placed.back:
         (sx, sy), (tx, ty) = placed.position[source], placed.position[target]
         x1, y1, x2, y2 = sx + NODE_W // 2, sy + NODE_H, tx + NODE_W // 2, ty + NODE_H
         drop = min(18 + abs(x1 - x2) / 8, BACK_ARC_DROP)
-        parts.append(f'<path class="edge back" d="M{x1},{y1} C{x1},{y1 + drop} {x2},'
-                     f'{y2 + drop} {x2},{y2}" marker-end="url(#arrow)"><title>back to '
-                     f'{html.escape(model.name(target))} (a revisit)</title></path>')
-    if placed.negative_row_y is not None:
-        parts.append(f'<text class="band-label negative-label" x="{MARGIN}" '
-                     f'y="{placed.negative_row_y + 12}">negative milestones: seen only in '
-                     f"failed runs</text>")
-    for node, (x, y) in placed.position.items():
-        parts.append(_terminal_svg(node, x, y) if node in (START, SUCCESS)
-                     else _node_svg(model, node, x, y, converge))
-    parts.append("</svg>")
-    return "\n".join(parts)
+        edges.append({"cls": "back", "width": None,
+                      "d": f"M{x1},{y1} C{x1},{y1 + drop} {x2},{y2 + drop} {x2},{y2}",
+                      "title": f"back to {model.name(target)} (a revisit)"})
+    return edges
+
+
+def graph_svg(model: Model) -> Markup:
+    """The model's graph as inline SVG (no script, images as data URIs)."""
+    placed = layout(list(model.states), [(e["source"], e["target"]) for e in model.edges],
+                    model.essential, model.negative)
+    converge = convergence_points(model)
+    nodes = [{"terminal": True, "name": node, "x": x, "y": y} if node in (START, SUCCESS)
+             else _node(model, node, x, y, converge)
+             for node, (x, y) in placed.position.items()]
+    graph = {"task": model.task, "width": placed.width, "height": placed.height,
+             "bands": _phase_bands(placed, phases(model)), "edges": _edges(model, placed),
+             "negative_row_y": placed.negative_row_y, "margin": MARGIN, "nodes": nodes,
+             "node_w": NODE_W, "node_h": NODE_H}
+    return Markup(TEMPLATES.get_template("graph.svg.j2").render(g=graph))
 
 
 # --------------------------------------------------------------------------- the runs
@@ -359,229 +338,173 @@ def analyse_run(model: Model, run: Run, index: StateIndex | None = None,
 
 # --------------------------------------------------------------------------- HTML
 
-CSS = """
-:root { --ink:#1f2328; --muted:#59636e; --line:#d1d9e0; --blue:#0969da; --red:#cf222e;
-  --green:#1a7f37; --amber:#9a6700; --bg:#ffffff; --soft:#f6f8fa; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink);
-  margin: 0; background: var(--bg); }
-header, section { padding: 16px 28px; }
-header { border-bottom: 1px solid var(--line); background: var(--soft); }
-h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 18px 0 8px; }
-h3 { font-size: 16px; margin: 0 0 6px; } .muted { color: var(--muted); }
-.scroll { overflow-x: auto; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
-.legend { display: flex; flex-wrap: wrap; gap: 14px; margin: 8px 0; color: var(--muted); }
-.legend span::before { content: ""; display: inline-block; width: 14px; height: 10px;
-  margin-right: 5px; border-radius: 3px; vertical-align: middle; border: 2px solid var(--line); }
-.legend .l-essential::before { border-color: var(--blue); background: #ddf4ff; }
-.legend .l-soft::before { border: 2px dashed var(--blue); }
-.legend .l-optional::before { opacity: .5; }
-.legend .l-negative::before { border-color: var(--red); background: #ffebe9; }
-.legend .l-converge::before { background: #bf8700; border-color: #bf8700; transform: rotate(45deg);
-  width: 9px; height: 9px; }
-svg.graph text { font: 11px system-ui, sans-serif; fill: var(--ink); }
-svg.graph .name { text-anchor: middle; font-weight: 600; }
-svg.graph .mono { font: 9px ui-monospace, monospace; fill: var(--muted); }
-svg.graph .box { fill: #fff; stroke: #8c959f; stroke-width: 1.5; }
-svg.graph .snippet { fill: var(--soft); stroke: none; }
-svg.graph .essential .box { stroke: var(--blue); stroke-width: 3.5; fill: #ddf4ff; }
-svg.graph .soft .box { stroke: var(--blue); stroke-width: 2.5; stroke-dasharray: 6 4; }
-svg.graph .optional { opacity: .5; }
-svg.graph .negative .box { stroke: var(--red); stroke-width: 3.5; fill: #ffebe9; }
-svg.graph .negative .name { fill: var(--red); }
-svg.graph .converge path { fill: #bf8700; stroke: #fff; stroke-width: 1.5; }
-svg.graph .edge { fill: none; stroke: #8c959f; }
-svg.graph .edge.main { stroke: var(--blue); }
-svg.graph .edge.back { stroke-dasharray: 4 4; stroke-width: 1.2; }
-svg.graph marker path { fill: #8c959f; }
-svg.graph .terminal rect { fill: #57606a; } svg.graph .terminal.success rect { fill: var(--green); }
-svg.graph .terminal text { fill: #fff; font-weight: 700; text-anchor: middle; font-size: 13px; }
-svg.graph .band0 { fill: #f6f8fa; } svg.graph .band1 { fill: #fff8c5; opacity: .55; }
-svg.graph .band-label { font-weight: 700; fill: var(--muted); font-size: 12px; }
-svg.graph .negative-label { fill: var(--red); }
-table { border-collapse: collapse; margin: 6px 0 12px; }
-th, td { border: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
-th { background: var(--soft); }
-.run { border: 1px solid var(--line); border-radius: 10px; padding: 14px 16px; margin: 14px 0; }
-.run.fail { border-left: 6px solid var(--red); } .run.pass { border-left: 6px solid var(--green); }
-.verdict { font-weight: 700; padding: 1px 8px; border-radius: 10px; color: #fff; }
-.verdict.fail { background: var(--red); } .verdict.pass { background: var(--green); }
-.reason { margin: 4px 0; } .cause { font-weight: 600; }
-.timeline { display: flex; flex-wrap: wrap; gap: 10px; padding: 6px 2px 10px; }
-.phase { border: 1px solid var(--line); border-radius: 8px; padding: 6px; background: var(--soft);
-  flex: none; }
-.phase > .phase-name { font-weight: 700; color: var(--muted); margin-bottom: 4px; font-size: 12px; }
-.frames { display: flex; flex-wrap: wrap; gap: 8px; }
-figure { margin: 0; } .frame { width: 188px; background: #fff; border: 2px solid var(--line);
-  border-radius: 6px; padding: 3px; flex: none; }
-.frame img { width: 100%; display: block; border-radius: 3px; }
-.frame figcaption { font-size: 11px; color: var(--muted); margin-top: 3px; }
-.frame.milestone { border-color: var(--blue); } .frame.unknown { border-style: dashed;
-  border-color: #bf8700; } .frame.diverged { border: 3px solid var(--red); }
-.frame .badge { display: inline-block; font-weight: 700; color: #fff; background: var(--blue);
-  border-radius: 8px; padding: 0 6px; margin-right: 4px; }
-.frame.diverged .badge.div, .frame .badge.neg { background: var(--red); }
-pre.text { font: 10px/1.3 ui-monospace, monospace; background: var(--soft); margin: 0; padding: 4px;
-  white-space: pre-wrap; word-break: break-word; max-height: 150px; overflow: hidden; }
-.compare { display: flex; gap: 18px; align-items: flex-start; flex-wrap: wrap; margin: 8px 0; }
-.compare figure { max-width: 360px; } .compare img { max-width: 340px; border: 1px solid var(--line); }
-.compare figcaption { font-weight: 600; margin-bottom: 4px; }
-.evidence { font: 12px ui-monospace, monospace; }
-.doubts img { width: 150px; display: block; }
-.ok { color: var(--green); font-weight: 700; } .bad { color: var(--red); font-weight: 700; }
-"""
+TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("trustlayer", "report_html"),
+                               autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                               undefined=jinja2.StrictUndefined)
 
 
-def _e(text: Any) -> str:
-    return html.escape(str(text))
-
-
-def _evidence(decision: Decision) -> str:
+def _evidence_rows(decision: Decision) -> list[tuple[str, str]]:
     rows = []
     for key, value in decision.evidence.items():
         if isinstance(value, list):
             value = "; ".join(readable_lines(value, 8)) if value else "—"
-        rows.append(f"<b>{_e(key)}</b>: {_e(value)}")
-    return "<br>".join(rows) or "—"
+        rows.append((str(key), str(value)))
+    return rows
 
 
-def _state_figure(model: Model, sid: str, shape: tuple[int, int] | None, caption: str) -> str:
+def word_diff(expected: str, shown: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Two lines as rows of (kind, text) parts, compared word by word (punctuation apart,
+    as templates hold it): words only the expected line has are ``del``, words only the
+    shown line has ``ins``.
+
+    >>> word_diff("hello world", "hello word")
+    [('expected', [('same', 'hello '), ('del', 'world ')]), ('showed', [('same', 'hello '), ('ins', 'word ')])]
+    """
+    old, new = TOKEN.findall(expected), TOKEN.findall(shown)
+    rows: tuple[list, list] = ([], [])
+    for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        kinds = ("same", "same") if op == "equal" else ("del", "ins")
+        for row, kind, words in ((0, kinds[0], old[a0:a1]), (1, kinds[1], new[b0:b1])):
+            if words:
+                rows[row].append((kind, "".join(word + " " for word in words)))
+    return [("expected", rows[0]), ("showed", rows[1])]
+
+
+def evidence_diff(decision: Decision, novel: Sequence[str]) -> list[dict[str, Any]]:
+    """The deciding evidence of a structural decision as a diff a person reads at once:
+    each expected line the run lacks beside the closest line it showed instead (word by
+    word), then the other lines it showed with words no successful run showed marked."""
+    missing = readable_lines(decision.evidence.get("missing", []), 8)
+    shown = readable_lines(decision.evidence.get("unexplained", []), 8)
+    rows: list[dict[str, Any]] = []
+    for line in missing:
+        close = difflib.get_close_matches(line, shown, n=1, cutoff=0.5)
+        if close:
+            shown.remove(close[0])
+            rows += [{"label": label, "parts": parts}
+                     for label, parts in word_diff(line, close[0])]
+        else:
+            rows.append({"label": "expected, missing", "parts": [("del", line)]})
+    words = {word.lower() for word in novel}
+    for line in shown:
+        parts = [("novel" if word.lower() in words else "same", word + " ")
+                 for word in TOKEN.findall(line)]
+        rows.append({"label": "showed instead", "parts": parts})
+    return rows
+
+
+def _image_body(data_uri_text: str | None, thumbnail: bool = False) -> dict[str, Any]:
+    return {"image": data_uri_text, "thumbnail": thumbnail}
+
+
+def _frame_body(event: Event, step: Step | None, width: int = FRAME_WIDTH) -> dict[str, Any]:
+    image = frame_image(event, width)
+    return _image_body(image) if image else {"image": None, "text": frame_text(event, step)}
+
+
+def _exemplar(model: Model, sid: str, references: dict[tuple[str, int], Event],
+              shape: tuple[int, int] | None) -> dict[str, Any]:
+    """What a successful run showed in state `sid`: a real frame of a member when a
+    reference run holds one (full resolution, scaled), else the stored thumbnail, else
+    the state's salient lines."""
     state = model.states[sid]
+    for run_id, seq in state.members:
+        event = references.get((run_id, seq))
+        if event is not None and event.observation is not None:
+            return dict(_frame_body(event, None, 340), note=f"{run_id} #{seq}")
     image = exemplar_image(state, model.settings.thumbnail_size, shape)
-    body = (f'<img alt="exemplar of {_e(state.name)}" src="{data_uri(_png(image), "image/png")}">'
-            if image is not None else
-            f'<pre class="text">{_e(chr(10).join(readable_lines(state.profile.salient_templates, 12)))}</pre>')
-    return f"<figure><figcaption>{caption}</figcaption>{body}</figure>"
+    if image is not None:
+        return dict(_image_body(data_uri(_png(image), "image/png"), thumbnail=True),
+                    note=f"{model.settings.thumbnail_size}×{model.settings.thumbnail_size} "
+                         "thumbnail kept in the model; give the training runs (--train) for "
+                         "the real screen")
+    return {"image": None, "text": readable_lines(state.profile.salient_templates, 12),
+            "note": None}
 
 
-def _frame_body(frame: Frame, width: int = FRAME_WIDTH) -> str:
-    image = frame_image(frame.event, width)
-    if image:
-        return f'<img alt="frame {frame.seq}" src="{image}">'
-    return f'<pre class="text">{_e(chr(10).join(frame_text(frame.event, frame.step)))}</pre>'
-
-
-def _shape(frame: Frame) -> tuple[int, int] | None:
-    shot = frame.event.observation.screenshot if frame.event.observation else None
+def _shape(event: Event) -> tuple[int, int] | None:
+    shot = event.observation.screenshot if event.observation else None
     if shot is None:
         return None
     width, height = shot.gray().size
     return 340, max(1, round(340 * height / width))
 
 
-def _frame_html(model: Model, frame: Frame) -> str:
-    classes = ["frame"]
-    if frame.milestone:
-        classes.append("milestone")
-    if not frame.ids:
-        classes.append("unknown")
-    if frame.diverged:
-        classes.append("diverged")
-    caption = [f"#{frame.seq}"]
-    if frame.diverged:
-        caption.insert(0, '<span class="badge div">divergence</span>')
-    if frame.milestone:
-        caption.append(f'<span class="badge">milestone</span>{_e(model.name(frame.milestone))}')
-    elif frame.ids:
-        caption.append(_e(" / ".join(model.name(s) for s in frame.ids[:2])))
-    elif frame.negative:
-        caption.append(f'<span class="badge neg">negative milestone</span>'
-                       f"{_e(model.name(frame.negative))}")
-    else:
-        novel = f": never-seen words {', '.join(frame.novel[:5])}" if frame.novel else ""
-        caption.append(f"matched no model state{_e(novel)}")
-    caption.append(f'<br>via {_e(", ".join(frame.via))}')
-    return (f'<figure class="{" ".join(classes)}">{_frame_body(frame)}'
-            f'<figcaption>{" · ".join(caption[:-1])}{caption[-1]}</figcaption></figure>')
+def _frame_view(model: Model, frame: Frame) -> dict[str, Any]:
+    classes = ["frame"] + (["milestone"] if frame.milestone else []) + \
+        (["unknown"] if not frame.ids else []) + (["diverged"] if frame.diverged else [])
+    return {"seq": frame.seq, "classes": classes, "body": _frame_body(frame.event, frame.step),
+            "diverged": frame.diverged,
+            "milestone": model.name(frame.milestone) if frame.milestone else None,
+            "matched": " / ".join(model.name(s) for s in frame.ids[:2]),
+            "negative": model.name(frame.negative) if frame.negative else None,
+            "novel": frame.novel[:5], "via": frame.via}
 
 
-def _timeline(model: Model, view: RunView, found: Sequence[Phase]) -> str:
-    groups: list[tuple[int, list[Frame]]] = []
+def _groups(model: Model, view: RunView, found: Sequence[Phase]) -> list[dict[str, Any]]:
+    groups: list[dict[str, Any]] = []
     for frame in view.frames:
-        if not groups or groups[-1][0] != frame.phase:
-            groups.append((frame.phase, []))
-        groups[-1][1].append(frame)
-    parts = ['<div class="timeline">']
-    for phase, frames in groups:
-        name = f"phase {phase + 1}: {found[phase].name}" if phase < len(found) else "frames"
-        parts.append(f'<div class="phase"><div class="phase-name">{_e(name)}</div>'
-                     f'<div class="frames">{"".join(_frame_html(model, f) for f in frames)}'
-                     "</div></div>")
-    parts.append("</div>")
-    return "".join(parts)
+        if not groups or groups[-1]["phase"] != frame.phase:
+            name = f"phase {frame.phase + 1}: {found[frame.phase].name}" \
+                if frame.phase < len(found) else "frames"
+            groups.append({"phase": frame.phase, "name": name, "frames": []})
+        groups[-1]["frames"].append(_frame_view(model, frame))
+    return groups
 
 
-def _divergence_html(model: Model, view: RunView) -> str:
+def _divergence_view(model: Model, view: RunView,
+                     references: dict[tuple[str, int], Event]) -> dict[str, Any] | None:
     if view.divergence is None:
-        return ""
+        return None
     frame = view.frames[view.divergence]
-    shape = _shape(frame)
-    parts = ['<h4>Divergence</h4><div class="compare">']
+    shape = _shape(frame.event)
+    figures, decision, diff = [], None, []
     if view.missing:
-        parts.append(_state_figure(model, view.missing, shape,
-                                   f"expected: '{_e(model.name(view.missing))}' "
-                                   "(exemplar from successful runs)"))
+        figures.append(dict(_exemplar(model, view.missing, references, shape),
+                            caption=f"expected: '{model.name(view.missing)}' (as successful "
+                                    "runs showed it)"))
     if frame.negative:
-        parts.append(_state_figure(model, frame.negative, shape,
-                                   f"negative milestone '{_e(model.name(frame.negative))}' "
-                                   "(seen in failed runs)"))
-    parts.append(f"<figure><figcaption>the run showed instead (#{frame.seq})</figcaption>"
-                 f"{_frame_body(frame, 340)}</figure>")
+        figures.append(dict(_exemplar(model, frame.negative, references, shape),
+                            caption=f"negative milestone '{model.name(frame.negative)}' (seen "
+                                    "in failed runs)"))
+    figures.append(dict(_frame_body(frame.event, frame.step, 340), note=None,
+                        caption=f"the run showed instead (#{frame.seq})"))
     if view.missing and frame.step is not None:
-        decision = judge(model, frame.step.fingerprint, view.missing)
-        parts.append(f'<div><b>equivalence</b>: {_e(decision.verdict)} by tier '
-                     f'<b>{_e(decision.tier)}</b><div class="evidence">{_evidence(decision)}'
-                     "</div></div>")
-    parts.append("</div>")
-    return "".join(parts)
+        judged = judge(model, frame.step.fingerprint, view.missing)
+        decision = {"verdict": judged.verdict, "tier": judged.tier,
+                    "evidence": _evidence_rows(judged)}
+        diff = evidence_diff(judged, frame.novel)
+    return {"figures": figures, "decision": decision, "diff": diff}
 
 
-def _doubts_html(model: Model, view: RunView) -> str:
-    if not view.doubts:
-        return ""
-    rows = ["<h4>Decisions to check</h4><table class=\"doubts\"><tr><th>frame</th>"
-            "<th>model state</th><th>verdict</th><th>tier</th><th>evidence</th><th>why</th></tr>"]
+def _doubt_views(model: Model, view: RunView) -> list[dict[str, Any]]:
+    doubts = []
     for frame, sid, decision, why in view.doubts:
         state = model.states[sid]
         image = exemplar_image(state, model.settings.thumbnail_size, (150, 94))
-        exemplar = (f'<img alt="{_e(state.name)}" src="{data_uri(_png(image), "image/png")}">'
-                    if image is not None else "")
-        rows.append(f"<tr><td>#{frame.seq}{_frame_body(frame, 150)}</td>"
-                    f"<td>{_e(state.name)}{exemplar}</td><td>{_e(decision.verdict)}</td>"
-                    f"<td>{_e(decision.tier)}</td><td class=\"evidence\">{_evidence(decision)}"
-                    f"</td><td>{_e(why)}</td></tr>")
-    rows.append("</table>")
-    return "".join(rows)
+        doubts.append({"seq": frame.seq, "frame": _frame_body(frame.event, frame.step, 150),
+                       "state": state.name, "verdict": decision.verdict, "tier": decision.tier,
+                       "exemplar": data_uri(_png(image), "image/png") if image else None,
+                       "evidence": _evidence_rows(decision), "why": why})
+    return doubts
 
 
-def _run_html(model: Model, view: RunView, found: Sequence[Phase]) -> str:
+def _run_view(model: Model, view: RunView, found: Sequence[Phase],
+              references: dict[tuple[str, int], Event]) -> dict[str, Any]:
     status = view.status
-    verdict = status.verdict or "fail"
-    head = (f'<article class="run {verdict}" id="{_e(view.run.run_id)}"><h3>'
-            f'<span class="verdict {verdict}">{verdict.upper()}</span> {_e(view.run.run_id)}'
-            f'</h3><div class="muted">coverage {status.coverage:.0%} · '
-            f'{len(view.frames)} frames</div>')
-    lines = [f'<p class="reason">{_e(status.reason or "")}</p>']
-    if verdict == "fail":
-        lines.append(f'<p>cause: <span class="cause">{_e(status.cause or "unknown")}</span>'
-                     + (f" · failed {_e(view.location)}" if view.location else "") + "</p>")
-    for warning in status.warnings:
-        lines.append(f'<p class="muted">warning: {_e(warning)}</p>')
-    return (head + "".join(lines) + _timeline(model, view, found)
-            + _divergence_html(model, view) + _doubts_html(model, view) + "</article>")
+    return {"run_id": view.run.run_id, "verdict": status.verdict or "fail",
+            "coverage": f"{status.coverage:.0%}", "reason": status.reason or "",
+            "cause": status.cause, "location": view.location, "warnings": status.warnings,
+            "frames": len(view.frames), "groups": _groups(model, view, found),
+            "divergence": _divergence_view(model, view, references),
+            "doubts": _doubt_views(model, view)}
 
 
-def _phases_table(model: Model, found: Sequence[Phase]) -> str:
-    if not found:
-        return ""
-    rows = ["<table><tr><th>phase</th><th>ends at milestone</th><th>states</th></tr>"]
-    for phase in found:
-        end = model.name(phase.milestone) if phase.milestone else "—"
-        rows.append(f"<tr><td>{phase.index + 1}. {_e(phase.name)}</td><td>{_e(end)}</td>"
-                    f"<td>{_e(', '.join(model.name(s) for s in phase.states[:8]))}"
-                    f"{' …' if len(phase.states) > 8 else ''}</td></tr>")
-    rows.append("</table>")
-    return "".join(rows)
+def _phase_rows(model: Model, found: Sequence[Phase]) -> list[dict[str, Any]]:
+    return [{"number": phase.index + 1, "name": phase.name,
+             "end": model.name(phase.milestone) if phase.milestone else "—",
+             "states": [model.name(s) for s in phase.states[:8]], "more": len(phase.states) > 8}
+            for phase in found]
 
 
 def analyse_runs(model: Model, runs: Sequence[Run]) -> list[RunView]:
@@ -591,55 +514,24 @@ def analyse_runs(model: Model, runs: Sequence[Run]) -> list[RunView]:
     return [analyse_run(model, run, index, llm) for run in runs]
 
 
-def render_report(model: Model, views: Sequence[RunView] = ()) -> str:
-    """The whole report page for `model` and the runs analysed in `views`."""
+def render_report(model: Model, views: Sequence[RunView] = (),
+                  references: Sequence[Run] = ()) -> str:
+    """The whole report page for `model` and the runs analysed in `views`; `references`
+    (the training runs) give the expected states' real screens."""
     found = phases(model)
-    failed = sum(1 for v in views if v.status.verdict != "pass")
-    summary = ""
-    if views:
-        rows = "".join(
-            f'<tr><td><a href="#{_e(v.run.run_id)}">{_e(v.run.run_id)}</a></td>'
-            f'<td class="{"ok" if v.status.verdict == "pass" else "bad"}">'
-            f'{_e(v.status.verdict or "fail")}</td><td>{v.status.coverage:.0%}</td>'
-            f'<td>{_e(v.status.cause or "")}</td><td>{_e(v.status.reason or "")}</td></tr>'
-            for v in views)
-        summary = (f"<h2>Runs: {len(views) - failed} passed, {failed} failed</h2><table>"
-                   "<tr><th>run</th><th>verdict</th><th>coverage</th><th>cause</th>"
-                   f"<th>reason</th></tr>{rows}</table>")
-    essential = " → ".join(_e(model.name(s)) + (" (may be skipped)" if s in model.soft else "")
-                           for s in model.essential)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="icon" href="data:,">
-<title>trustlayer report: {_e(model.task)}</title>
-<style>{CSS}</style></head>
-<body>
-<header><h1>trustlayer report: {_e(model.task)}</h1>
-<div class="muted">model version {model.version} · learned from {len(model.training_runs)}
-successful runs · {len(model.states)} states, {len(model.essential)} essential,
-{len(model.negative)} negative</div>
-<div>milestones: {essential or "none"}</div></header>
-<section id="model"><h2>Learned model</h2>
-<div class="legend"><span class="l-essential">essential milestone</span>
-<span class="l-soft">interruption (may be skipped)</span>
-<span class="l-optional">optional state</span><span class="l-converge">convergence point</span>
-<span class="l-negative">negative milestone (seen in failed runs)</span>
-<span>bands: phases, milestone to milestone</span></div>
-<div class="scroll">{graph_svg(model)}</div>
-<h2>Phases</h2>{_phases_table(model, found)}
-</section>
-<section id="runs">{summary}
-{"".join(_run_html(model, v, found) for v in views)}
-</section>
-</body></html>
-"""
+    frames = {(run.run_id, event.seq): event for run in references for event in run.events}
+    runs = [_run_view(model, view, found, frames) for view in views]
+    return TEMPLATES.get_template("page.html.j2").render(
+        model=model, graph=graph_svg(model), phases=_phase_rows(model, found), runs=runs,
+        passed=sum(run["verdict"] == "pass" for run in runs),
+        milestones=[(model.name(s), s in model.soft) for s in model.essential])
 
 
-def write_report(model: Model, views: Sequence[RunView], path: str | Path) -> None:
+def write_report(model: Model, views: Sequence[RunView], path: str | Path,
+                 references: Sequence[Run] = ()) -> None:
     """Write the report page to `path` (its folder made if missing)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(render_report(model, views), encoding="utf-8")
+    Path(path).write_text(render_report(model, views, references), encoding="utf-8")
 
 
 def cmd_report(args: Any) -> int:
@@ -649,6 +541,7 @@ def cmd_report(args: Any) -> int:
     from trustlayer.cli import EXIT_OK, load_model, task_runs
     model = load_model(args.model)
     runs = task_runs(model, args.runs, args.quiet) if args.runs else []
-    write_report(model, analyse_runs(model, runs), args.output)
+    references = task_runs(model, [args.train], args.quiet) if args.train else []
+    write_report(model, analyse_runs(model, runs), args.output, references)
     print(f"report of {len(runs)} runs -> {args.output}", file=sys.stderr)
     return EXIT_OK
