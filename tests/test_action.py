@@ -155,7 +155,11 @@ def test_fails_the_job_on_product_bugs_with_summary_junit_and_report(runner):
 
 def test_agent_stumbles_are_reported_without_failing_the_job(runner):
     runs = " ".join(str(EXAMPLE / "test" / f"jl-save-textfile-test-{n}.jsonl") for n in ("05", "08"))
-    steps = run_action(runner, model="model.json", runs=runs, junit="out/results.xml")
+    steps = run_action(runner, model="model.json", runs=runs, junit="out/results.xml",
+                       train=str(EXAMPLE / "train"))
+    report = (runner.workspace / "trustlayer-report.html").read_text()
+    expected = report[report.index("<figcaption>expected: "):]
+    assert expected[expected.index("</figcaption>"):].startswith("</figcaption><img alt=")
     assert runner.outputs["validate"]["exit-code"] == "0"
     assert runner.outputs["validate"]["agent-errors"] == "1"
     assert steps["Fail on the failures asked for"]["code"] == 0
