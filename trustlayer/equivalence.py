@@ -93,13 +93,15 @@ def _tolerated(unexplained: list[str], fp: Fingerprint, state: ModelState, setti
 
 
 def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
-                known_words: frozenset[str]) -> Decision:
+                known_words: frozenset[str], strict: bool) -> Decision:
     if not fp.has_structure:
         return Decision("different", "structure", {"reason": "the state has no text"})
     missing, unexplained = state.profile.compare(fp.lines)
     evidence = {"missing": missing[:8], "unexplained": unexplained[:8]}
     if missing:
         return Decision("different", "structure", evidence)
+    if not strict:  # shown as evidence, not held against the state
+        unexplained = [line for line in unexplained if line not in fp.context]
     if _tolerated(unexplained, fp, state, settings, known_words):
         return Decision("same", "structure", evidence)
     if len(unexplained) <= UNSURE_MAX_UNEXPLAINED and _visual(fp, state, settings).same:
@@ -116,7 +118,8 @@ def _thumbnail_png(raw: bytes | None, size: int) -> bytes | None:
 
 
 def decide(fp: Fingerprint, state: ModelState, settings: Settings,
-           llm: LLMJudge | None = None, known_words: frozenset[str] = frozenset()) -> Decision:
+           llm: LLMJudge | None = None, known_words: frozenset[str] = frozenset(),
+           strict: bool = False) -> Decision:
     """Decide whether observed state `fp` is model state `state`: same, different or unsure.
 
     `llm` is consulted only for a pair the other tiers leave unsure; pass None (the
@@ -124,11 +127,14 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
     and unsure stays unsure, which callers treat as different. `known_words` are the
     words of the model's successful states: unexplained lines made only of them may use
     the state's learned tolerance (without them, only ``unexplained_line_tolerance``).
+    Unless `strict` (a state where runs end: everything it shows is evidence), the
+    observation's context lines (how the agent worked, :mod:`trustlayer.context`) are
+    not held against it.
     """
     if fp.image_sha is not None and fp.image_sha in state.image_shas:
         return Decision("same", "exact", {"image_sha": fp.image_sha[:12]})
     if state.structural:
-        decision = _structural(fp, state, settings, known_words)
+        decision = _structural(fp, state, settings, known_words, strict)
     elif fp.has_structure:
         decision = Decision("different", "structure", {"reason": "model state has no text"})
     else:
@@ -145,8 +151,9 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
 
 def judge(model: Model, fp: Fingerprint, state_id: str, llm: LLMJudge | None = None) -> Decision:
     """:func:`decide` for `model`'s state `state_id`, with the model's own settings and
-    known words."""
-    return decide(fp, model.states[state_id], model.settings, llm, index_of(model).known_words)
+    known words, strict for a state where successful runs end."""
+    return decide(fp, model.states[state_id], model.settings, llm, index_of(model).known_words,
+                  strict=state_id in model.accepting)
 
 
 def ends_like_success(model: Model, fp: Fingerprint, ids: list[str]) -> bool:

@@ -29,6 +29,7 @@ class Fingerprint:
     thumbnail: bytes | None = field(default=None, repr=False)
     title: str | None = None
     label: str | None = None
+    context: frozenset[str] = frozenset()  # how the agent worked (trustlayer.context)
 
     @property
     def has_structure(self) -> bool:

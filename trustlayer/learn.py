@@ -20,7 +20,7 @@ from trustlayer.dominators import SUCCESS, START, VISIT_MARK, essential_chain, \
     convergence_points, immediate_dominators, merged_graph, unroll_visits
 from trustlayer.equivalence import decide, judge
 from trustlayer.evidence import accepting_states, habit_lines, incidental_milestones, \
-    required_outputs
+    required_outputs, transient_milestones
 from trustlayer.index import index_of
 from trustlayer.model import Model, ModelState
 from trustlayer.naming import name_states
@@ -242,10 +242,19 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     interruptions = _interruptions(essential, paths)
     incidental = [sid for sid in incidental_milestones(essential, accepting, paths)
                   if sid not in interruptions]
+    transient = [sid for sid in transient_milestones(essential, accepting, paths)
+                 if sid not in interruptions]
+    warnings = [f"milestone '{states[sid].name}' is output every successful run showed and "
+                "none kept (a run showing the same result another way fails): if it is not "
+                "needed, add successful runs without it" for sid in transient]
+    if len(run_ids) < 3:
+        warnings.append(f"learned from {len(run_ids)} successful run(s): add more varied "
+                        "successful runs, so that what varies can be told from what must match")
     model = Model(task=tasks[0], version=version, states=states, edges=_edges(paths),
                   essential=essential, negative=[],
                   soft=[sid for sid in essential if sid in interruptions or sid in incidental],
                   accepting=accepting, ending=ending, incidental=incidental,
+                  warnings=warnings,
                   required_outputs=required_outputs(paths),
                   idom=_nearest_essential(idom, essential), timing=_timing(essential, paths),
                   segment_actions=_segment_actions(essential, paths),

@@ -120,9 +120,9 @@ class Matcher:
         negatives = [sid for sid in ids if sid in self.model.negative]
         known = [sid for sid in ids if sid not in self.model.negative]
         novel = index_of(self.model).novelty(step.fingerprint) if not known else []
+        ends = ends_like_success(self.model, step.fingerprint, known)
         self.history.append({"seq": step.seq, "ts": step.ts, "ids": known,
-                             "via": action_signatures(step), "novel": novel[:8],
-                             "ends": ends_like_success(self.model, step.fingerprint, known)})
+                             "via": action_signatures(step), "novel": novel[:8], "ends": ends})
         if not known:
             self.state.unknown_states += 1
         if negatives and not known:
@@ -132,7 +132,9 @@ class Matcher:
             return
         if self.state.status == FAILED:
             return
-        self._advance(known, step.seq)
+        # a milestone where successful runs end is met by any state like their ends
+        ending = [sid for sid in self.model.accepting if ends and sid not in known]
+        self._advance(known + ending, step.seq)
 
     def _advance(self, ids: list[str], seq: int) -> None:
         essential, soft = self.model.essential, set(self.model.soft)
@@ -220,6 +222,8 @@ class Matcher:
             f"with '{wrong[2]}'")
         reason, cause = explain_failure(self.model, self.history, self.position,
                                         list(self.matched_at), headline)
+        if not self.state.missing and not self._accepted():
+            self.state.missing = [" or ".join(self.model.name(s) for s in self.model.accepting)]
         self._fail(seq, reason, cause)
 
     def tick(self, now: float) -> Status | None:
@@ -254,6 +258,8 @@ class Matcher:
                 "outputs": self.outputs,
                 "baseline_files": self.builder.baseline_files,
                 "pending": [asdict(a) for a in self.builder.pending],
+                "previous_lines": None if self.builder.previous_lines is None else
+                sorted(self.builder.previous_lines),
                 "status": None if self.state is None else asdict(self.state)}
 
     @classmethod
@@ -265,6 +271,8 @@ class Matcher:
         matcher.outputs = dict(data.get("outputs", {}))
         matcher.builder.baseline_files = data["baseline_files"]
         matcher.builder.pending = [Action(**a) for a in data["pending"]]
+        previous = data.get("previous_lines")
+        matcher.builder.previous_lines = None if previous is None else frozenset(previous)
         matcher.state = None if data["status"] is None else Status(**data["status"])
         return matcher
 

@@ -95,14 +95,23 @@ class ModelState:
 
 @dataclass
 class Model:
-    """A learned task model. Settings in ``settings``; learned state in the rest."""
+    """A learned task model. Settings in ``settings``; learned state in the rest.
+
+    Besides the states, the graph's edges and the essential chain (dominators of
+    SUCCESS), a model holds what is evidence of the goal (:mod:`trustlayer.evidence`):
+    ``accepting`` (states where successful runs ended), ``ending`` (all their last states
+    as one state, for ends that share a shape), ``incidental`` (milestones that were a
+    habit: skipped with a warning), ``required_outputs`` (tool calls every successful run
+    made with one value) and ``warnings`` (what the learner noticed for a person to check).
+    ``soft`` holds the essential states a run may skip: interruptions and incidental ones.
+    """
 
     task: str
     version: int
     states: dict[str, ModelState]
     edges: list[dict[str, Any]]
     essential: list[str]
-    soft: list[str]  # essential states a run may skip: interruptions and incidental ones
+    soft: list[str]
     negative: list[str]
     idom: dict[str, str]
     timing: dict[str, Any]
@@ -115,6 +124,7 @@ class Model:
     ending: ModelState | None = None
     incidental: list[str] = field(default_factory=list)
     required_outputs: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def optional(self) -> list[str]:
@@ -141,7 +151,7 @@ class Model:
                 "convergence": self.convergence, "history": self.history,
                 "accepting": self.accepting, "incidental": self.incidental,
                 "ending": None if self.ending is None else self.ending.to_json(),
-                "required_outputs": self.required_outputs}
+                "required_outputs": self.required_outputs, "warnings": self.warnings}
 
     @classmethod
     def from_json(cls, data: dict) -> "Model":
@@ -164,7 +174,7 @@ class Model:
                        data["segment_actions"], data["convergence"], data.get("history", []),
                        data["accepting"],
                        None if data["ending"] is None else ModelState.from_json(data["ending"]),
-                       data["incidental"], data["required_outputs"])
+                       data["incidental"], data["required_outputs"], data["warnings"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None
 

@@ -2,8 +2,9 @@
 that led to each."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from trustlayer.context import context_lines
 from trustlayer.fingerprints import Fingerprint, fingerprint
 from trustlayer.traces import Action, Event, Run
 from trustlayer.settings import Settings
@@ -30,12 +31,13 @@ def action_signatures(step: Step) -> list[str]:
 
 class StepBuilder:
     """Turns events into steps one at a time (the run's first code snapshot is the
-    baseline for file facts)."""
+    baseline for file facts; the previous state's lines tell a step's context lines)."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
         self.baseline_files: dict[str, str] | None = None
         self.pending: list[Action] = []
+        self.previous_lines: frozenset[str] | None = None
 
     def feed(self, event: Event) -> Step | None:
         """Return the step completed by `event`, if it is a state."""
@@ -47,11 +49,12 @@ class StepBuilder:
         observation = event.observation
         if observation.files is not None and self.baseline_files is None:
             self.baseline_files = dict(observation.files)
-        step = Step(event.seq, event.ts,
-                    fingerprint(observation, self.settings.thumbnail_size, self.baseline_files),
-                    tuple(self.pending))
-        self.pending = []
-        return step
+        printed = fingerprint(observation, self.settings.thumbnail_size, self.baseline_files)
+        actions = tuple(self.pending)
+        printed = replace(printed, context=context_lines(printed.lines, self.previous_lines,
+                                                         actions))
+        self.pending, self.previous_lines = [], printed.lines
+        return Step(event.seq, event.ts, printed, actions)
 
 
 def run_steps(run: Run, settings: Settings) -> list[Step]:

@@ -46,8 +46,18 @@ def template_form(line: str) -> str:
 
 @lru_cache(maxsize=1 << 16)
 def word_tokens(line: str) -> frozenset[str]:
-    """The words (letters, at least three) of a canonical line or template."""
-    return frozenset(t for t in tokens(line.partition("|")[2]) if len(t) >= 3 and t.isalpha())
+    """The words (letters, at least three) of a canonical line or template; of an
+    accessibility-tree line, without its role (``listitem``, ``columnheader``: how a
+    thing is drawn, not what it says).
+
+    >>> sorted(word_tokens('A|- listitem "Africa 8"'))
+    ['Africa']
+    """
+    prefix, _, body = line.partition("|")
+    words = tokens(body)
+    if prefix == "A" and words[:1] == ("-",):
+        words = words[2:]
+    return frozenset(t for t in words if len(t) >= 3 and t.isalpha())
 
 
 def _key(body: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -287,5 +297,5 @@ def novelty(members: Sequence[frozenset[str]]) -> float:
     for left_out, member in enumerate(members):
         others = learn_profile([m for i, m in enumerate(members) if i != left_out])
         _, unexplained = others.compare(member)
-        shares.append(len(unexplained) / max(1, len(content_lines(member))))
+        shares.append(min(1.0, len(unexplained) / max(1, len(content_lines(member)))))
     return round(max(shares), 4)

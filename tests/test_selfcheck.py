@@ -1,0 +1,75 @@
+"""The learn-time self-check: training runs against their own model (also with every
+screenshot re-encoded: same pixels, other bytes) and leave-one-out."""
+import shutil
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from trustlayer.cli import main
+from trustlayer.learn import learn
+from trustlayer.matcher import judge_run
+from trustlayer.selfcheck import check, without_image_bytes
+from trustlayer.traces import read_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "traces"
+SCREEN_SETS = [ROOT / "examples" / "jupyter" / "train",
+               SHARED / "datasette-dev" / "ds-json-export-row" / "train"]
+
+
+def reencode(source: Path, target: Path) -> int:
+    """Copy a trace folder with every PNG saved again (same pixels, other bytes); return
+    how many screenshots changed bytes."""
+    shutil.copytree(source, target)
+    changed = 0
+    for png in target.rglob("*.png"):
+        before = png.read_bytes()
+        with Image.open(png) as image:
+            pixels = np.asarray(image.convert("RGBA"))
+            image.save(png, format="PNG", compress_level=1)
+        with Image.open(png) as again:
+            assert np.array_equal(np.asarray(again.convert("RGBA")), pixels)
+        changed += png.read_bytes() != before
+    return changed
+
+
+def test_training_runs_pass_their_own_model_with_screenshots_reencoded(tmp_path):
+    for number, source in enumerate(SCREEN_SETS):
+        model = learn(read_runs([source]))
+        copy = tmp_path / f"set{number}"
+        assert reencode(source, copy) > 0
+        for run in read_runs([copy]):
+            status = judge_run(model, run)
+            assert status.verdict == "pass", (source, run.run_id, status.reason)
+
+
+def test_without_image_bytes_drops_every_digest():
+    model = learn(read_runs([SCREEN_SETS[0]]))
+    blind = without_image_bytes(model)
+    assert any(state.image_shas for state in model.states.values())
+    assert not any(state.image_shas for state in blind.states.values())
+    assert not blind.ending.image_shas and model == learn(read_runs([SCREEN_SETS[0]]))
+
+
+def test_leave_one_out_names_the_runs_a_model_of_the_others_fails():
+    runs = read_runs([SHARED / "datasette-dev" / "ds-countries-filter-count" / "train"])
+    report = check(learn(runs), runs)
+    assert report.own_failures == [] and report.runs == 8
+    # measured: 5 of 8 pass; the others took a route (a typed URL, a facet) only they took
+    assert report.loo_failures and 0.5 <= report.loo_pass_rate < 1.0
+    lines = report.lines()
+    assert lines[0].startswith("self-check: 8/8") and "leave-one-out: " in lines[1]
+    assert any(run_id in "\n".join(lines) for run_id, _ in report.loo_failures)
+
+
+def test_cli_learn_prints_the_self_check_and_check_exits_on_failures(tmp_path, capsys):
+    model = tmp_path / "m.json"
+    train = SHARED / "coding-dev2" / "slugify-cli-flag" / "train"
+    assert main(["-q", "learn", str(train), "-o", str(model)]) == 0
+    err = capsys.readouterr().err
+    assert "self-check: 8/8 training runs pass their own model" in err
+    assert main(["-q", "check", str(model), str(train)]) == 0
+    assert "leave-one-out: 8/8" in capsys.readouterr().err
+    assert main(["-q", "check", str(model), str(SCREEN_SETS[0])]) == 2  # another task's runs
+    assert "model is for 'slugify-cli-flag'" in capsys.readouterr().err
