@@ -240,7 +240,10 @@ def model_case(model: Path, runs: Path, work: Path) -> Callable[[random.Random, 
 
     def case(rng: random.Random, number: int) -> Outcome:
         path = work / f"model{number}.json"
-        path.write_text(json.dumps(tamper_model(data, rng), allow_nan=True))
+        if rng.random() < 0.25:  # the file's text itself: cut, bytes flipped, nested deep
+            path.write_bytes(mutate_trace(json.dumps(data), rng))
+        else:
+            path.write_text(json.dumps(tamper_model(data, rng), allow_nan=True))
         return run_cli(["-q", "validate", str(path), str(runs)])
     return case
 

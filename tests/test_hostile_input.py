@@ -93,6 +93,20 @@ def test_a_forged_model_is_refused_with_where_and_what(task, tamper, where, tmp_
     assert f"{path}: {where}" in outcome.stderr, outcome.stderr
 
 
+@pytest.mark.parametrize("old, new, message", [
+    ('"version": 1', '"version": ' + "9" * 5000, "not a JSON model file"),
+    ('"version": 1', '"version": ' + "[" * 100_000 + "]" * 100_000, "not a JSON model file"),
+])
+def test_a_model_file_json_cannot_hold_is_an_error(task, tmp_path, old, new, message):
+    path = tmp_path / "model.json"
+    text = json.dumps(json.loads(task["model"].read_text()))
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    outcome = run_cli(["-q", "validate", str(path), str(task["run"])])
+    assert outcome.code == EXIT_BAD_INPUT and outcome.traceback is None, outcome
+    assert f"{path}: {message}" in outcome.stderr
+
+
 def test_the_learned_model_passes_its_own_check(task):
     assert run_cli(["-q", "validate", str(task["model"]), str(task["run"])]).code == 0
 
