@@ -22,6 +22,7 @@ from trustlayer.learn import LearnError, learn
 from trustlayer.llm import LLMJudge
 from trustlayer.matcher import judge_run
 from trustlayer.model import Model, ModelError
+from trustlayer.selfcheck import CheckReport, check
 from trustlayer.settings import Settings
 from trustlayer.traces import Run, TraceError, load_labels, read_run, trace_files
 
@@ -85,7 +86,22 @@ def cmd_learn(args: argparse.Namespace) -> int:
     print(f"learned '{model.task}' from {len(model.training_runs)} successful runs: "
           f"{len(model.states)} states, {len(model.essential)} essential, "
           f"{len(model.negative)} negative -> {args.output}", file=sys.stderr)
+    _print_check(model, runs, args.loo, args.quiet)
     return EXIT_OK
+
+
+def _print_check(model: Model, runs: Sequence[Run], loo: bool, quiet: bool) -> CheckReport:
+    report = check(model, runs, loo,
+                   progress=lambda items: _progress(list(items), "leave-one-out", quiet))
+    print("\n".join(report.lines()), file=sys.stderr)
+    return report
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    model = load_model(args.model)
+    report = _print_check(model, task_runs(model, args.paths, args.quiet), not args.no_loo,
+                          args.quiet)
+    return EXIT_FAIL if report.own_failures or report.loo_failures else EXIT_OK
 
 
 def verdict_record(status) -> dict[str, Any]:
@@ -211,7 +227,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", help=".jsonl files or directories of them")
     p.add_argument("-o", "--output", required=True, help="model file to write")
     p.add_argument("--llm-base-url", help="enable the LLM tier with this OpenAI-compatible URL")
+    p.add_argument("--loo", action="store_true", help="also judge each training run by the "
+                   "model learned from the others (leave-one-out: one learning per run)")
     p.set_defaults(func=cmd_learn)
+    p = sub.add_parser("check", help="judge a model's training runs against it (must all "
+                       "pass) and each against the model learned from the others")
+    p.add_argument("model")
+    p.add_argument("paths", nargs="+", help="the model's training runs (.jsonl files or "
+                   "directories of them)")
+    p.add_argument("--no-loo", action="store_true", help="skip leave-one-out")
+    p.set_defaults(func=cmd_check)
     p = sub.add_parser("validate", help="judge runs against a model")
     p.add_argument("model")
     p.add_argument("paths", nargs="+")
