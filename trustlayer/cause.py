@@ -6,9 +6,13 @@ The rule, walking the run from the last milestone it reached:
   do at that point (an action signature none of them used between these milestones,
   nor from the state it was in);
 * *product_bug* at the first step where the agent did what successful runs do (or
-  nothing: the screen changed on its own) and the product showed what successful runs
-  never show (words no training state contains: an error message, a refusal);
-* else, at the end: *agent_error* when the run ended the way successful runs end but
+  nothing, or waited: the screen changed on its own) and the product showed what
+  successful runs never show (words no training state contains: an error message, a
+  refusal), or where
+  files changed with no action of the agent (the environment lost its work);
+* else, at the end: *product_bug* when, after the agent's last step that successful
+  runs take too, the product never showed anything they saw (a page that never loads);
+  *agent_error* when the run ended the way successful runs end but
   skipped a step they all take; *product_bug* when it stalled in a state that successful
   runs only ever left through the product's own change (a save that never completes);
   *agent_error* when the agent stopped where successful runs went on with an action.
@@ -23,6 +27,7 @@ from trustlayer.phases import where
 from trustlayer.steps import NO_ACTION
 
 PRODUCT_BUG, AGENT_ERROR = "product_bug", "agent_error"
+PASSIVE = "wait:"  # the signature of an action that only waits
 
 
 def _shown(model: Model, entries: Sequence[dict[str, Any]]) -> str:
@@ -44,6 +49,14 @@ def _usual(model: Model, segment: int, known: dict[str, Any] | None) -> set[str]
     if known is not None:
         usual |= set().union(*(model.out_actions(s) for s in known["ids"]))
     return usual | {NO_ACTION}
+
+
+def _unusual(model: Model, segment: int, known: dict[str, Any] | None,
+             entry: dict[str, Any]) -> list[str]:
+    """The actions leading to `entry` that successful runs never took at this point;
+    waiting is never one (the agent lets the product move)."""
+    usual = _usual(model, segment, known)
+    return [a for a in entry["via"] if a not in usual and not a.startswith(PASSIVE)]
 
 
 def _expected(model: Model, known: dict[str, Any]) -> set[str]:
@@ -82,10 +95,14 @@ def explain_failure(model: Model, history: Sequence[dict[str, Any]], position: i
     known = history[start] if start >= 0 else None
     for k in range(start + 1, len(history)):
         here = history[k]
+        if here.get("files_moved"):
+            return (f"{reason}: files changed with no action of the agent (the environment "
+                    f"lost or altered its work), and the run showed {_shown(model, history[k:])}",
+                    PRODUCT_BUG)
         if known is not None and set(here["ids"]) & _expected(model, known):
             known = here
             continue
-        unusual = [a for a in here["via"] if a not in _usual(model, position, known)]
+        unusual = _unusual(model, position, known, here)
         if unusual:
             return (f"{reason}: the agent did {unusual[0]}, which successful runs never do at "
                     f"this point, and the run showed {_shown(model, history[k:])}", AGENT_ERROR)
@@ -99,6 +116,13 @@ def explain_failure(model: Model, history: Sequence[dict[str, Any]], position: i
     if known is None:
         return f"{reason}: the run showed nothing successful runs show", AGENT_ERROR
     state = model.name(known["ids"][0])
+    after = history[history.index(known) + 1:]
+    if after and not any(entry["ids"] for entry in after):
+        did = next((a for entry in after for a in entry["via"]
+                    if a != NO_ACTION and not a.startswith(PASSIVE)), "nothing")
+        return (f"{reason}: after '{state}' the agent did {did} as successful runs do, and "
+                f"the product never showed what they saw next ({_shown(model, after)})",
+                PRODUCT_BUG)
     onward = set().union(*(model.out_actions(s) for s in known["ids"])) - {NO_ACTION}
     if SUCCESS in set().union(*(model.successors(s) for s in known["ids"])):
         return (f"{reason}: the run ended in '{state}' as successful runs end, without the "

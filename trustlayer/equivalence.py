@@ -74,15 +74,17 @@ def _tolerated(unexplained: list[str], fp: Fingerprint, state: ModelState, setti
                known_words: frozenset[str]) -> bool:
     """Whether the unexplained lines are within what the state's successful members showed
     of each other (its learned tolerance, at least ``known_line_tolerance``), when none
-    of them holds a word that no successful run ever showed (an error message is news, a
-    file listed is not) or changes a value successful runs showed (188 rows for 8)."""
+    of them holds a word that no successful run ever showed (an error message is news,
+    however small a part of the state) or changes a value successful runs showed (188
+    rows for 8)."""
     if not unexplained:
         return True
+    if not all(word_tokens(line) <= known_words for line in unexplained):
+        return False
     content = len(content_lines(fp.lines))
     if len(unexplained) <= settings.unexplained_line_tolerance * content:
         return True
-    if not all(word_tokens(line) <= known_words for line in unexplained) \
-            or state.profile.contradictions(fp.lines):
+    if state.profile.contradictions(fp.lines):
         return False
     if len(unexplained) <= state.tolerance * content:
         return True
@@ -170,3 +172,4 @@ def ends_like_success(model: Model, fp: Fingerprint, ids: list[str]) -> bool:
     missing, unexplained = ending.profile.compare(fp.lines)
     return not missing and _tolerated(unexplained, fp, ending, model.settings,
                                       index_of(model).known_words)
+

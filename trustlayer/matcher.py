@@ -122,7 +122,8 @@ class Matcher:
         novel = index_of(self.model).novelty(step.fingerprint) if not known else []
         ends = ends_like_success(self.model, step.fingerprint, known)
         self.history.append({"seq": step.seq, "ts": step.ts, "ids": known,
-                             "via": action_signatures(step), "novel": novel[:8], "ends": ends})
+                             "via": action_signatures(step), "novel": novel[:8], "ends": ends,
+                             "files_moved": step.files_moved})
         if not known:
             self.state.unknown_states += 1
         if negatives and not known:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from trustlayer.context import context_lines
+from trustlayer.context import context_lines, file_facts
 from trustlayer.fingerprints import Fingerprint, fingerprint
 from trustlayer.traces import Action, Event, Run
 from trustlayer.settings import Settings
@@ -21,6 +21,7 @@ class Step:
     ts: float
     fingerprint: Fingerprint
     actions: tuple[Action, ...]
+    files_moved: bool = False  # the code snapshot changed with no action of the agent
 
 
 def action_signatures(step: Step) -> list[str]:
@@ -53,8 +54,10 @@ class StepBuilder:
         actions = tuple(self.pending)
         printed = replace(printed, context=context_lines(printed.lines, self.previous_lines,
                                                          actions))
+        moved = not actions and self.previous_lines is not None \
+            and file_facts(printed.lines) != file_facts(self.previous_lines)
         self.pending, self.previous_lines = [], printed.lines
-        return Step(event.seq, event.ts, printed, actions)
+        return Step(event.seq, event.ts, printed, actions, moved)
 
 
 def run_steps(run: Run, settings: Settings) -> list[Step]:
