@@ -185,6 +185,9 @@ class Runtime:
         self.busy: set[TopicPartition] = set()
         #: set when the worker gives up on its consumer and stops to be started again
         self.restart = False
+        #: since when the consumer's metadata has lacked a topic it reads (None: it has not)
+        self.missing_since: float | None = None
+        self.recovered = False
         self.ready = asyncio.Event()
         #: next offset to read of each assigned partition when it was assigned
         self.start: dict[TopicPartition, int] = {}
@@ -284,6 +287,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         rt.start = await start_offsets(tps) if tps else {}
         rt.processed = {tp: offset for tp, offset in rt.processed.items() if tp in rt.start}
         rt.progress = {tp: time.monotonic() for tp in tps}
+        rt.recovered = True
         out = rt.processor.assign(partitions, rt.store.items())
         await asyncio.gather(*send(out))
         print(f"trustlayer worker ready: {cfg.app_id} partitions {sorted(partitions)} "
@@ -421,6 +425,26 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
                     app.consumer.resume_partitions([tp])
                 await app.consumer.seek(tp, position)
 
+    def topics_missing() -> bool:
+        """Restart the worker if the group's assignment was made without one of its topics
+        for `stall_restart` seconds: a broker that restarts answers metadata without topics
+        for a moment, Faust then ignores them ("Ignoring missing topic") and only a metadata
+        refresh minutes later would assign them again."""
+        if not rt.recovered:
+            return False
+        now = time.monotonic()
+        missing = [topic for topic in (names.events, cfg.finished_topic)
+                   if app.consumer.topic_partitions(topic) is None]
+        if not missing:
+            rt.missing_since = None
+            return False
+        rt.missing_since = rt.missing_since or now
+        if now - rt.missing_since >= cfg.stall_restart:
+            log.error("the consumer's assignment has left out %s for %.0f s: restarting the "
+                      "worker", ", ".join(missing), now - rt.missing_since)
+            restart_worker()
+        return True
+
     def restart_worker() -> None:
         """Stop the worker (Faust's own shutdown commits what was processed) so that its
         supervisor starts a fresh one; if the shutdown hangs, exit hard after 20 s (the
@@ -436,7 +460,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
 
     @app.timer(cfg.tick_interval)
     async def tick() -> None:
-        if not rt.ready.is_set() or rt.processor.active is None:
+        if not rt.ready.is_set() or topics_missing() or rt.processor.active is None:
             return
         await unstall()
         out = rt.processor.tick(caught_up=caught_up)

@@ -92,7 +92,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     stalls = child_stalls()
     if stalls is None:  # this process supervises; the worker runs in its child
-        return needs_broker("worker")(lambda _: supervise(sys.argv[1:]))(args)
+        command = [sys.executable, "-m", "trustlayer.cli", *sys.argv[1:]]
+        return needs_broker("worker")(lambda _: supervise(command))(args)
     from stream.app import run_worker
 
     logging.getLogger("trustlayer").setLevel(args.log_level.upper())

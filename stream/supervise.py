@@ -20,7 +20,7 @@ from stream.broker import die_with_parent
 RESTART = 75
 CHILD_ENV = "TRUSTLAYER_WORKER_CHILD"
 #: Seconds to wait before a restart after a crash; doubled per quick crash, at most this.
-BACKOFF_MAX = 30.0
+BACKOFF_MAX = 10.0
 
 
 def child_stalls() -> int | None:
@@ -29,8 +29,8 @@ def child_stalls() -> int | None:
     return int(value) if value is not None else None
 
 
-def supervise(argv: list[str]) -> int:
-    """Run ``trustlayer <argv>`` as a child until it ends for good; return its exit code."""
+def supervise(command: list[str]) -> int:
+    """Run `command` as a child until it ends for good; return its exit code."""
     stalls, backoff = 0, 1.0
     child: subprocess.Popen | None = None
     stopping = False
@@ -45,8 +45,7 @@ def supervise(argv: list[str]) -> int:
     try:
         while True:
             started = time.monotonic()
-            child = subprocess.Popen([sys.executable, "-m", "trustlayer.cli", *argv],
-                                     env={**os.environ, CHILD_ENV: str(stalls)},
+            child = subprocess.Popen(command, env={**os.environ, CHILD_ENV: str(stalls)},
                                      preexec_fn=lambda: die_with_parent(signal.SIGKILL))
             code = child.wait()
             if stopping or code in (0, 2):
