@@ -34,7 +34,7 @@ from trustlayer.learn import learn
 from trustlayer.settings import Settings
 from trustlayer.traces import TraceError, load_labels
 
-from stream.broker import stop_process
+from stream.broker import die_with_parent, stop_process
 from stream.cli import follow, topic_names, verdict_line
 from stream.registry import training_set
 from stream.replay import publish, read_events, schedule
@@ -67,7 +67,8 @@ class WorkerProcess:
     def __init__(self, argv: list[str], log_path: Path):
         self.log = open(log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "trustlayer.cli", "worker", *argv],
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1)
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1,
+                                     preexec_fn=die_with_parent)  # no orphan if we are killed
         self.ready = threading.Event()
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -351,7 +352,9 @@ def _run_demo(args: argparse.Namespace, console: Any) -> int:
         if left:
             keep = True
             print(f"trustlayer demo: no final verdict for {', '.join(sorted(left))} within "
-                  f"{args.timeout:.0f} s; worker log: {work / 'worker.log'}", file=sys.stderr)
+                  f"{args.timeout:.0f} s; worker log: {work / 'worker.log'}, its end:\n"
+                  f"{(work / 'worker.log').read_text(errors='replace')[-3000:]}",
+                  file=sys.stderr)
             return EXIT_BAD_INPUT
         note(f"every run has its final verdict ({time.monotonic() - t0:.1f} s in all)")
         if screen is not None:
