@@ -136,6 +136,18 @@ def bad_records(images: Path) -> list[tuple[str, bytes, str]]:
 
 
 # -- Kafka ---------------------------------------------------------------------------------
+def child_pids(pid: int) -> list[int]:
+    """The PIDs of the processes whose parent is `pid` (from /proc)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:  # state, ppid, ...
+                children.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return sorted(children)
+
+
 class Worker:
     """``trustlayer worker`` in a subprocess, its stdout ("ready" lines) collected."""
 
@@ -153,6 +165,21 @@ class Worker:
     def pid(self) -> int:
         return self.process.proc.pid
 
+    def log_tail(self, chars: int = 6000) -> str:
+        """The end of the worker's log (stderr), for a failure message."""
+        text = self.log.read_text(errors="replace") if self.log.exists() else "(no log)"
+        return f"--- {self.log} (last {chars} characters)\n{text[-chars:]}"
+
+    def faust_pid(self, timeout: float = 30) -> int:
+        """The PID of the Faust worker that ``trustlayer worker`` (a supervisor) runs."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            children = child_pids(self.pid)
+            if children:
+                return children[0]
+            time.sleep(0.1)
+        raise AssertionError(f"no Faust worker under {self.pid}:\n{self.log_tail()}")
+
     def ready_lines(self) -> list[str]:
         return [line for line in self.process.lines if "trustlayer worker ready" in line]
 
@@ -161,13 +188,12 @@ class Worker:
         while time.monotonic() < deadline:
             if self.process.proc.poll() is not None:
                 raise AssertionError(f"worker exited {self.process.proc.returncode}:\n"
-                                     f"{self.log.read_text(errors='replace')[-4000:]}")
+                                     f"{self.log_tail()}")
             lines = self.ready_lines()
             if len(lines) >= count:
                 return lines[count - 1]
             time.sleep(0.1)
-        raise AssertionError(f"worker not ready ({count}) in {timeout} s:\n"
-                             f"{self.log.read_text(errors='replace')[-4000:]}")
+        raise AssertionError(f"worker not ready ({count}) in {timeout} s:\n{self.log_tail()}")
 
     def kill(self) -> None:
         os.kill(self.pid, signal.SIGKILL)
@@ -210,6 +236,15 @@ def read_topic(bootstrap: str, topic: str, until: Callable[[list], bool], timeou
     return asyncio.run(run())
 
 
+def await_topic(bootstrap: str, topic: str, until: Callable[[list], bool], *workers: Worker,
+                timeout: float = 60, decode: Callable = json.loads) -> list:
+    """:func:`read_topic` that fails, with the workers' logs, unless `until(values)` held."""
+    values = read_topic(bootstrap, topic, until, timeout, decode)
+    assert until(values), (f"{topic}: not there after {timeout} s ({len(values)} values read)\n"
+                           + "\n".join(worker.log_tail() for worker in workers))
+    return values
+
+
 def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes]]) -> None:
     from aiokafka import AIOKafkaProducer
 
@@ -237,6 +272,30 @@ def final_by_run(values: list[dict]) -> dict[str, set[str]]:
         if record.get("final"):
             out.setdefault(record["run_id"], set()).add(json.dumps(record, sort_keys=True))
     return out
+
+
+class CpuHogs:
+    """`count` processes that keep a core busy for at most `seconds` (they stop by
+    themselves, and are stopped by their PIDs on exit): a busy machine.
+
+    >>> with CpuHogs(1, seconds=5) as hogs: alive = hogs.procs[0].poll() is None
+    >>> alive, hogs.procs[0].poll() is not None
+    (True, True)
+    """
+
+    def __init__(self, count: int = 2, seconds: float = 600.0):
+        self.count, self.seconds = count, seconds
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> "CpuHogs":
+        spin = ("import time\nend = time.monotonic() + %f\n"
+                "while time.monotonic() < end: pass" % self.seconds)
+        self.procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(self.count)]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            stop_process(proc, timeout=5)
 
 
 class Prometheus:

@@ -125,8 +125,11 @@ def test_the_stream_modules_doctests():
     import stream.refine
     import stream.registry
     import stream.replay
+    import stream.stall
+    import stream.topics
     import stream.worker
 
-    for module in (stream.cli, stream.refine, stream.registry, stream.replay, stream.worker):
+    for module in (stream.cli, stream.refine, stream.registry, stream.replay, stream.stall,
+                   stream.topics, stream.worker):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__

@@ -5,6 +5,8 @@ replayed with fingerprints instead of images."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,9 +15,9 @@ import urllib.request
 from stream.broker import free_port
 from stream.cli import topic_names
 from stream.topics import ensure_topics
-from streamkit import (EXAMPLES, TEST, TRAIN, Worker, bad_records, batch_verdicts, example_events,
-                       final_by_run, interleave, model, produce, publish_events, read_topic,
-                       renamed, unique)
+from streamkit import (EXAMPLES, TEST, TRAIN, CpuHogs, Worker, await_topic, bad_records,
+                       batch_verdicts, example_events, final_by_run, interleave, model, produce,
+                       publish_events, read_topic, renamed, unique)
 
 TIMER_REASONS = ("not reached within", "lasted", "events missing")
 
@@ -103,7 +105,7 @@ def test_a_killed_worker_restarts_and_every_run_gets_one_final_verdict(kafka, tm
     try:
         worker.wait_ready()
         publish_events(kafka.bootstrap, topics.events, first)
-        read_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), timeout=60)
+        await_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), worker, timeout=60)
         publish_events(kafka.bootstrap, topics.events, second)
         time.sleep(0.3)
         worker.kill()  # kill -9 in the middle of the second halves
@@ -112,11 +114,47 @@ def test_a_killed_worker_restarts_and_every_run_gets_one_final_verdict(kafka, tm
         assert open_before > 0, "the worker finished everything before it was killed"
         worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w2.log")
         ready = worker.wait_ready(timeout=90)
-        values = read_topic(kafka.bootstrap, topics.verdicts, all_final(runs), timeout=90)
+        values = await_topic(kafka.bootstrap, topics.verdicts, all_final(runs), worker,
+                             timeout=90)
     finally:
         worker.stop()
     assert int(ready.rsplit("open runs ", 1)[1]) > 0, ready  # it resumed open runs
     check_finals(values, runs)
+
+
+def test_the_supervisor_starts_a_killed_faust_worker_again(kafka, tmp_path):
+    """kill -9 of the Faust worker that ``trustlayer worker`` runs: the command starts it
+    again by itself, it resumes the open runs, and every run gets one final verdict."""
+    prefix, topics, models = setup(kafka, tmp_path)
+    runs = copies(3, prefix)
+    first, second = halves(runs)
+    worker = Worker(kafka.bootstrap, prefix, unique("super"), models, tmp_path / "w.log")
+    try:
+        worker.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, first)
+        await_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), worker, timeout=60)
+        faust = worker.faust_pid()
+        os.kill(faust, signal.SIGKILL)
+        publish_events(kafka.bootstrap, topics.events, second)
+        ready = worker.wait_ready(count=2, timeout=90)
+        assert worker.faust_pid() != faust
+        values = await_topic(kafka.bootstrap, topics.verdicts, all_final(runs), worker,
+                             timeout=90)
+    finally:
+        worker.stop()
+    assert int(ready.rsplit("open runs ", 1)[1]) > 0, ready
+    assert "the worker exited with -9; starting it again" in worker.log_tail()
+    check_finals(values, runs)
+
+
+def test_the_full_demo_with_refinement_finishes_under_a_cpu_hog():
+    """`trustlayer demo` as the README says (its own Kafka, refinement on, replay at speed
+    1) while another process keeps a core busy: every run gets its final verdict."""
+    with CpuHogs(1, seconds=300):
+        demo = trustlayer("demo", "--timeout", "200", timeout=260)
+    assert demo.returncode == 0, demo.stderr[-6000:]
+    assert "every run has its final verdict" in demo.stdout, demo.stdout[-3000:]
+    assert all(run[0]["run_id"] in demo.stdout for run in example_events()), demo.stdout[-3000:]
 
 
 def test_two_workers_share_the_runs_and_one_leaves(kafka, tmp_path):
@@ -138,13 +176,14 @@ def test_two_workers_share_the_runs_and_one_leaves(kafka, tmp_path):
                  for line in (line_one, line_two)]
         assert parts[0] and parts[1] and not parts[0] & parts[1], parts
         assert parts[0] | parts[1] == {0, 1, 2, 3}
-        read_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), timeout=60)
+        await_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), one, two, timeout=60)
         publish_events(kafka.bootstrap, topics.events, second)
         time.sleep(0.3)
         one.stop()  # leaves the group; the other takes its partitions over
         line = two.wait_ready(count=2, timeout=60)
         assert "[0, 1, 2, 3]" in line
-        values = read_topic(kafka.bootstrap, topics.verdicts, all_final(runs), timeout=90)
+        values = await_topic(kafka.bootstrap, topics.verdicts, all_final(runs), one, two,
+                             timeout=90)
     finally:
         one.stop()
         if two is not None:
@@ -165,8 +204,10 @@ def test_bad_events_land_in_the_dlq_with_their_reason_and_the_worker_goes_on(kaf
         worker.wait_ready()
         produce(kafka.bootstrap, topics.events, [(k.encode(), v) for k, v, _ in bad])
         publish_events(kafka.bootstrap, topics.events, good)
-        dead = read_topic(kafka.bootstrap, topics.dlq, lambda v: len(v) >= len(bad), timeout=60)
-        verdicts = read_topic(kafka.bootstrap, topics.verdicts, all_final([good]), timeout=60)
+        dead = await_topic(kafka.bootstrap, topics.dlq, lambda v: len(v) >= len(bad), worker,
+                           timeout=60)
+        verdicts = await_topic(kafka.bootstrap, topics.verdicts, all_final([good]), worker,
+                               timeout=60)
     finally:
         worker.stop()
     assert sorted(d["reason"] for d in dead) == sorted(reason for _, _, reason in bad)
@@ -197,15 +238,15 @@ def test_hot_swap_refinement_rollback_and_history(kafka, tmp_path):
     try:
         worker.wait_ready()
         publish_events(kafka.bootstrap, topics.events, under_way[:5])
-        read_topic(kafka.bootstrap, topics.verdicts, all_seen([under_way]), timeout=30)
+        await_topic(kafka.bootstrap, topics.verdicts, all_seen([under_way]), worker, timeout=30)
         publish_events(kafka.bootstrap, topics.events, success)
-        versions = read_topic(kafka.bootstrap, topics.models,
-                              lambda v: any(m["version"] == 2 for m in v), timeout=60,
-                              decode=decode)
+        versions = await_topic(kafka.bootstrap, topics.models,
+                               lambda v: any(m["version"] == 2 for m in v), worker, timeout=60,
+                               decode=decode)
         time.sleep(1.0)  # the worker follows the models topic
         publish_events(kafka.bootstrap, topics.events, under_way[5:] + later)
-        values = read_topic(kafka.bootstrap, topics.verdicts, all_final([under_way, later, success]),
-                            timeout=60)
+        values = await_topic(kafka.bootstrap, topics.verdicts,
+                             all_final([under_way, later, success]), worker, timeout=60)
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     finally:
         worker.stop()
@@ -248,7 +289,8 @@ def test_the_timer_fails_a_run_that_goes_silent(kafka, tmp_path):
         worker.wait_ready()
         started = time.monotonic()
         publish_events(kafka.bootstrap, topics.events, silent)
-        values = read_topic(kafka.bootstrap, topics.verdicts, all_final([silent]), timeout=60)
+        values = await_topic(kafka.bootstrap, topics.verdicts, all_final([silent]), worker,
+                             timeout=60)
         took = time.monotonic() - started
     finally:
         worker.stop()
@@ -269,8 +311,8 @@ def test_replay_with_fingerprints_sends_small_events_and_gets_the_same_verdicts(
         replay = trustlayer("replay", str(TEST), "--fingerprint", "--speed", "0",
                             "--broker", kafka.bootstrap, "--topics", prefix)
         assert replay.returncode == 0, replay.stderr[-2000:]
-        values = read_topic(kafka.bootstrap, topics.verdicts, all_final(example_events()),
-                            timeout=90)
+        values = await_topic(kafka.bootstrap, topics.verdicts, all_final(example_events()),
+                             worker, timeout=90)
     finally:
         worker.stop()
     check_finals(values, [list(run) for run in example_events()])

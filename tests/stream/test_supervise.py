@@ -1,0 +1,80 @@
+"""The worker's supervisor with real child processes, and the streaming commands without a
+broker (one line naming the address, exit code 2)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from stream.broker import free_port, stop_process
+from stream.supervise import CHILD_ENV, RESTART, supervise
+
+#: a child that asks for a restart twice (as a stalled worker does), then ends
+STALLS_TWICE = ("import os, sys; n = int(os.environ['%s']); print('child', n, flush=True); "
+                "sys.exit(%d if n < 2 else 0)" % (CHILD_ENV, RESTART))
+
+
+def test_a_stalled_child_is_started_again_and_knows_the_stalls_before_it(capfd):
+    assert supervise([sys.executable, "-c", STALLS_TWICE]) == 0
+    out, err = capfd.readouterr()
+    assert out.split() == ["child", "0", "child", "1", "child", "2"]
+    assert "restarting after a stall (2 so far)" in err
+
+
+@pytest.mark.parametrize("code", [0, 2])
+def test_a_child_that_ends_or_has_bad_input_is_not_started_again(capfd, code):
+    assert supervise([sys.executable, "-c", f"print('once'); raise SystemExit({code})"]) == code
+    assert capfd.readouterr().out.split() == ["once"]
+
+
+def test_sigterm_reaches_the_child_and_ends_the_supervisor():
+    """`trustlayer worker` stopped by SIGTERM (docker stop, the demo): the child gets it."""
+    code = ("import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); "
+            "print('up', flush=True); time.sleep(60)")
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; from stream.supervise import "
+                               f"supervise; sys.exit(supervise([sys.executable, '-c', {code!r}]))"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout.readline().strip() == "up"
+        parent.terminate()
+        assert parent.wait(timeout=20) == 0
+    finally:
+        parent.kill()
+
+
+@pytest.mark.parametrize("command", [["worker"], ["verdicts"], ["replay", "examples/jupyter/test"],
+                                     ["models", "history", "t"], ["models", "rollback", "t", "1"],
+                                     ["demo", "--once"]])
+def test_every_streaming_command_without_a_broker_says_so_in_one_line(command):
+    address = f"127.0.0.1:{free_port()}"
+    run = subprocess.run([sys.executable, "-m", "trustlayer.cli", *command, "--broker", address],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2, run.stderr
+    [line] = run.stderr.splitlines()
+    name = " ".join(command[:2] if command[0] == "models" else command[:1])
+    assert line.startswith(f"trustlayer {name}: no Kafka broker answers at {address}"), line
+    assert f"trustlayer broker --port {address.rsplit(':', 1)[1]}" in line
+
+
+def test_trustlayer_broker_listens_on_the_port_it_is_given(kafka):
+    """`trustlayer broker --port P` prints the address to pass; a port where a broker
+    already answers is refused in one line."""
+    taken = subprocess.run([sys.executable, "-m", "trustlayer.cli", "broker", "--port",
+                            str(kafka.port)], capture_output=True, text=True, timeout=60)
+    assert taken.returncode == 2
+    assert taken.stderr.strip() == (f"trustlayer broker: a Kafka broker already answers at "
+                                    f"{kafka.bootstrap} (use it, or choose another --port)")
+    port = free_port()
+    broker = subprocess.Popen([sys.executable, "-m", "trustlayer.cli", "broker", "--port",
+                               str(port)], stdout=subprocess.PIPE, text=True)
+    try:
+        lines = [broker.stdout.readline() for _ in range(2)]
+        assert lines[1].strip() == (f"bootstrap: 127.0.0.1:{port}  (pass --broker "
+                                    f"127.0.0.1:{port} to the other commands)"), lines
+        history = subprocess.run([sys.executable, "-m", "trustlayer.cli", "models", "history",
+                                  "t", "--broker", f"127.0.0.1:{port}"],
+                                 capture_output=True, text=True, timeout=60)
+        assert history.returncode == 2 and "no model of task 't'" in history.stderr
+    finally:
+        stop_process(broker)
