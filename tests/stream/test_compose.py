@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from stream.broker import KAFKA_VERSION, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAFANA = ROOT / "deploy" / "grafana"
@@ -23,6 +27,7 @@ METRICS = {
     "trustlayer_verdict_latency_seconds",
     "trustlayer_open_runs",
     "trustlayer_model_version",
+    "trustlayer_stalls_total",
 }
 
 
@@ -58,7 +63,7 @@ def test_kafka_is_official_image_in_kraft_mode(compose):
     kafka = compose["services"]["kafka"]
     image, tag = kafka["image"].split(":")
     assert image == "apache/kafka"
-    assert tuple(int(x) for x in tag.split(".")[:2]) >= (4, 1)
+    assert tag == KAFKA_VERSION  # the version the embedded broker (tests, demo) runs
     env = kafka["environment"]
     assert set(env["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}
     assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"].startswith(f"{env['KAFKA_NODE_ID']}@kafka:")
@@ -122,8 +127,30 @@ def test_grafana_provisioning_paths_exist(compose):
 def test_bind_mounts_exist(compose):
     for name, service in compose["services"].items():
         for container, host in mounts(service).items():
-            if host.startswith((".", "/")) and container != "/models":  # user's models dir
+            if host.startswith((".", "/")):
                 assert host_path(host).exists(), f"{name}: {host} -> {container}"
+
+
+def test_the_workers_start_script_learns_every_example_and_refines(compose, tmp_path):
+    """The worker's command, run here with the repo's examples and a free port in place of
+    kafka:9092: it learns a model per example task, then starts the worker with --train
+    for each, which (no broker there) stops with the one-line error and exit code 2."""
+    [shell, flags, script] = compose["services"]["worker"]["command"]
+    assert (shell, flags) == ("sh", "-ec")
+    examples = mounts(compose["services"]["worker"])["/examples"]
+    address = f"127.0.0.1:{free_port()}"
+    script = (script.replace("$$", "$").replace("/examples", str(host_path(examples)))
+              .replace("/models", str(tmp_path)).replace("kafka:9092", address))
+    bin_dir = Path(sys.executable).parent
+    run = subprocess.run([shell, flags, script], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert run.stderr.strip().splitlines()[-1].startswith(
+        f"trustlayer worker: no Kafka broker answers at {address}"), run.stderr[-3000:]
+    sets = sorted(p.parent.name for p in host_path(examples).glob("*/train"))
+    assert sorted(p.stem for p in tmp_path.glob("*.json")) == sets and "jupyter" in sets
+    for model in tmp_path.glob("*.json"):
+        assert json.loads(model.read_text())["task"]
 
 
 # -- the dashboard ------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from streamkit import Prometheus
 PROM_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 ALERTS = {
     "TaskFailureRateAboveBaseline",
+    "WorkerStalled",
     "MilestoneSuddenlyMissed",
     "ProductBugFailuresRising",
     "WorkerSilent",
