@@ -273,7 +273,8 @@ def next_step(screen: Screen, train: Path, test: Path) -> str:
     lines = [f"{agree} of {labelled} labelled runs judged as labelled."] if labelled else []
     return "\n".join(lines + ["Next, see why each run passed or failed, frame by frame:",
                               f"  trustlayer learn {train} -o model.json",
-                              f"  trustlayer report model.json {test} -o report.html"])
+                              f"  trustlayer report model.json {test} -o report.html "
+                              f"--train {train}"])
 
 
 def run_demo(args: argparse.Namespace, console: Any = None) -> int:

@@ -51,7 +51,8 @@ def test_the_screen_shows_expected_verdicts_full_reasons_legend_and_next_step(tm
     assert screen.agreement() == (2, 3)
     hint = next_step(screen, EXAMPLES / "train", EXAMPLES / "test")
     assert hint.startswith("2 of 3 labelled runs judged as labelled.")
-    assert f"trustlayer report model.json {EXAMPLES / 'test'} -o report.html" in hint
+    assert f"trustlayer report model.json {EXAMPLES / 'test'} -o report.html --train " \
+        f"{EXAMPLES / 'train'}" in hint
 
 
 def test_the_clock_runs_between_updates():
