@@ -62,7 +62,7 @@ def test_frames_of_a_real_failed_run_fall_into_phases():
     if not root.is_dir():
         pytest.fail(f"dev traces missing at {root}")
     model = learn(read_runs([root / "train"]))
-    assert [p.name for p in phases(model)] == ["Ln 1, Col 1", "hello world", "Saving completed"]
+    assert [p.name for p in phases(model)] == ["untitled.txt", "hello world", "Saving completed"]
     matcher = Matcher(model)
     for event in read_run(root / "test" / "jl-save-textfile-test-01.jsonl").events:
         status = matcher.feed(event)

@@ -235,7 +235,9 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                 labels[sid].append(step.fingerprint.label)
             if step.fingerprint.title:
                 titles[sid].append(step.fingerprint.title)
-    name_states(list(states.values()), labels, titles)
+    name_states(list(states.values()), labels, titles,
+                {sid: [steps[run_ids[r]][i].fingerprint.lines for r, i in group]
+                 for sid, group in zip(states, groups)})
     accepting = accepting_states(paths)
     ending = _build_state("end", [(rid, steps[rid][-1]) for rid in run_ids],
                           settings.thumbnail_size)
@@ -261,7 +263,7 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                   convergence=convergence_points(graph),
                   training_runs=run_ids, settings=settings)
     negatives = _negatives(model, failed, causes or {}, settings)
-    name_states(negatives, {}, {})
+    name_states(negatives, {}, {}, {})
     for negative in negatives:
         negative.name = f"{negative.name} (seen in failed runs)"
         model.states[negative.id] = negative
