@@ -97,6 +97,21 @@ def _json_lines(text: str) -> list[str] | None:
 _NOT_WORD = re.compile(r"\W+")
 
 
+def shows(lines: Iterable[str] | None, value: str) -> bool:
+    """Whether canonical `lines` show `value` as words or numbers of their own.
+
+    >>> shows({"X|188 rows where cities > 2"}, "188"), shows({"X|188 rows"}, "8")
+    (True, False)
+    """
+    wanted = tokens(mask(value))
+    for line in lines or ():
+        have = tokens(line.partition("|")[2])
+        if wanted and any(have[i:i + len(wanted)] == wanted
+                          for i in range(len(have) - len(wanted) + 1)):
+            return True
+    return False
+
+
 def text_lines(text: str | None, prefix: str) -> set[str]:
     """Non-empty masked lines of a block of text (of a JSON document: one per leaf)."""
     if not text:

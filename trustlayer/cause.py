@@ -8,14 +8,15 @@ The rule, walking the run from the last milestone it reached:
 * *product_bug* at the first step where the agent did what successful runs do (or
   nothing, or waited: the screen changed on its own) and the product showed what
   successful runs never show (words no training state contains: an error message, a
-  refusal), or where
-  files changed with no action of the agent (the environment lost its work);
+  refusal), or where files changed with no action of the agent (work lost);
+* *product_bug* for a run that ended where successful runs end but gave a required
+  output (an answer reported) another value, which its screen showed (a count cache);
 * else, at the end: *product_bug* when, after the agent's last step that successful
   runs take too, the product never showed anything they saw (a page that never loads);
-  *agent_error* when the run ended the way successful runs end but
-  skipped a step they all take; *product_bug* when it stalled in a state that successful
-  runs only ever left through the product's own change (a save that never completes);
-  *agent_error* when the agent stopped where successful runs went on with an action.
+  *agent_error* when the run ended the way successful runs end but skipped a step they
+  all take; *product_bug* when it stalled in a state that successful runs only ever
+  left through the product's own change (a save that never completes); *agent_error*
+  when the agent stopped where successful runs went on with an action.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from trustlayer.phases import where
 from trustlayer.steps import NO_ACTION
 
 PRODUCT_BUG, AGENT_ERROR = "product_bug", "agent_error"
-PASSIVE = "wait:"  # the signature of an action that only waits
+PASSIVE = ("wait:", "scroll:")  # actions that only wait or look: the product stays as it is
 
 
 def _shown(model: Model, entries: Sequence[dict[str, Any]]) -> str:
@@ -54,7 +55,7 @@ def _usual(model: Model, segment: int, known: dict[str, Any] | None) -> set[str]
 def _unusual(model: Model, segment: int, known: dict[str, Any] | None,
              entry: dict[str, Any]) -> list[str]:
     """The actions leading to `entry` that successful runs never took at this point;
-    waiting is never one (the agent lets the product move)."""
+    waiting or scrolling is never one (the product stays as it is)."""
     usual = _usual(model, segment, known)
     return [a for a in entry["via"] if a not in usual and not a.startswith(PASSIVE)]
 
@@ -71,17 +72,27 @@ def _unaccepted_end(model: Model, history: Sequence[dict[str, Any]]) -> str:
 
 
 def explain_failure(model: Model, history: Sequence[dict[str, Any]], position: int,
-                    matched: Sequence[str], headline: str | None = None) -> tuple[str, str]:
+                    matched: Sequence[str], headline: str | None = None,
+                    output_shown: bool = False) -> tuple[str, str]:
     """Reason and cause for a run that ended without every milestone, with every
     milestone but not in a state where successful runs end, or with what `headline`
     says (a required output given another value).
 
     `history` holds one entry per observed state: ``seq``, ``ids`` (model states it
     matched), ``via`` (signatures of the actions that led to it), ``novel`` (words no
-    training state showed); `position` is the index of the first milestone not reached.
+    training state showed); `position` is the index of the first milestone not reached;
+    `output_shown` tells whether the screen the agent gave a required output from showed
+    the (wrong) value it gave.
+
+    A run that ended where successful runs end, but gave a required output another value
+    that its screen showed, met a product showing a wrong value on a screen otherwise
+    like theirs (a count cache): *product_bug*.
     """
     missing = next((s for s in model.essential[position:] if s not in model.soft), None)
     last = matched[-1] if matched else None
+    if headline is not None and output_shown and history and history[-1]["ends"]:
+        return (f"{headline}: the run ended as successful runs end, and the agent gave the "
+                "value the product showed it", PRODUCT_BUG)
     if headline is not None:
         reason = headline
     elif missing is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from trustlayer.canonical import shows
 from trustlayer.cause import explain_failure
 from trustlayer.equivalence import ends_like_success, judge
 from trustlayer.index import index_of
@@ -73,6 +74,7 @@ class Matcher:
         self.matched_at: dict[str, int] = {}
         self.start_ts: float | None = None
         self.outputs: dict[str, str] = {}  # "type:target" -> the last value of a tool call
+        self.outputs_shown: dict[str, bool] = {}  # ... and whether the screen showed it
         self.state: Status | None = None
 
     @property
@@ -107,7 +109,9 @@ class Matcher:
         if self.state.final:
             return self.state
         if event.kind == "action" and event.action.value is not None:
-            self.outputs[f"{event.action.type}:{event.action.target or ''}"] = event.action.value
+            call = f"{event.action.type}:{event.action.target or ''}"
+            self.outputs[call] = event.action.value
+            self.outputs_shown[call] = shows(self.builder.previous_lines, event.action.value)
         step = self.builder.feed(event)
         if step is not None:
             self._observe(step)
@@ -219,10 +223,11 @@ class Matcher:
             self.state.warnings = self._skipped_incidental()
             return
         headline = None if wrong is None else (
-            f"the agent called {wrong[0]} with '{wrong[1]}'; every successful run called it "
+            f"the agent called {wrong[0]}:{wrong[1]}; every successful run called it "
             f"with '{wrong[2]}'")
         reason, cause = explain_failure(self.model, self.history, self.position,
-                                        list(self.matched_at), headline)
+                                        list(self.matched_at), headline,
+                                        wrong is not None and self.outputs_shown[wrong[0]])
         if not self.state.missing and not self._accepted():
             self.state.missing = [" or ".join(self.model.name(s) for s in self.model.accepting)]
         self._fail(seq, reason, cause)
@@ -256,7 +261,7 @@ class Matcher:
         """JSON-serialisable state, for the stream's table (see :meth:`restore`)."""
         return {"position": self.position, "history": self.history,
                 "matched_at": self.matched_at, "start_ts": self.start_ts,
-                "outputs": self.outputs,
+                "outputs": self.outputs, "outputs_shown": self.outputs_shown,
                 "baseline_files": self.builder.baseline_files,
                 "pending": [asdict(a) for a in self.builder.pending],
                 "previous_lines": None if self.builder.previous_lines is None else
@@ -270,6 +275,7 @@ class Matcher:
         matcher.position, matcher.history = data["position"], data["history"]
         matcher.matched_at, matcher.start_ts = dict(data["matched_at"]), data["start_ts"]
         matcher.outputs = dict(data.get("outputs", {}))
+        matcher.outputs_shown = dict(data.get("outputs_shown", {}))
         matcher.builder.baseline_files = data["baseline_files"]
         matcher.builder.pending = [Action(**a) for a in data["pending"]]
         previous = data.get("previous_lines")
