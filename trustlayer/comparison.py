@@ -101,13 +101,16 @@ def is_task_dir(path: Path) -> bool:
     return (path / "train").is_dir() and (path / "test").is_dir()
 
 
-def task_dirs(root: str | Path) -> list[Path]:
-    """`root` itself when it is a task folder, else its task folders (sorted)."""
+def task_dirs(root: str | Path, depth: int = 2) -> list[Path]:
+    """`root` itself when it is a task folder, else the task folders below it, up to
+    `depth` levels down (``traces/coding-dev2/<task>``), sorted."""
     root = Path(root)
     if is_task_dir(root):
         return [root]
-    return sorted(p for p in root.iterdir() if p.is_dir() and is_task_dir(p)) \
-        if root.is_dir() else []
+    if depth == 0 or not root.is_dir():
+        return []
+    return [task for child in sorted(root.iterdir()) if child.is_dir()
+            for task in task_dirs(child, depth - 1)]
 
 
 def evaluate_task(folder: Path, baselines: bool = True,
