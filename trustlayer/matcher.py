@@ -137,8 +137,10 @@ class Matcher:
             return
         if self.state.status == FAILED:
             return
-        # a milestone where successful runs end is met by any state like their ends
-        ending = [sid for sid in self.model.accepting if ends and sid not in known]
+        # a milestone where successful runs end is met by a state like all their ends
+        # together (when it is none of their end states itself)
+        pooled = ends and not set(known) & set(self.model.accepting)
+        ending = [sid for sid in self.model.accepting if pooled]
         self._advance(known + ending, step.seq)
 
     def _advance(self, ids: list[str], seq: int) -> None:
