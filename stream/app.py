@@ -74,6 +74,7 @@ class WorkerConfig:
     tick_interval: float = 1.0
     stall_seconds: float = 5.0
     stall_restart: float = 30.0
+    instance_id: str | None = None
     batch_max: int = 500
     batch_within: float = 0.001
     standby_replicas: int = 1
@@ -210,6 +211,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         topic_allow_declare=True,
         table_standby_replicas=cfg.standby_replicas,
         broker_session_timeout=cfg.session_timeout,
+        consumer_group_instance_id=cfg.instance_id,
         broker_heartbeat_interval=cfg.heartbeat_interval,
         broker_commit_interval=cfg.commit_interval,
         broker_request_timeout=max(30.0, 3 * cfg.session_timeout),
@@ -433,8 +435,8 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         if not rt.recovered:
             return False
         now = time.monotonic()
-        missing = [topic for topic in (names.events, cfg.finished_topic)
-                   if app.consumer.topic_partitions(topic) is None]
+        missing = [topic for topic in (names.events, cfg.finished_topic)  # None or empty
+                   if not app.consumer.topic_partitions(topic)]
         if not missing:
             rt.missing_since = None
             return False

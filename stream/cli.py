@@ -79,6 +79,7 @@ def worker_config(args: argparse.Namespace):
         partitions=args.partitions, models_dir=Path(args.models) if args.models else None,
         train_dirs=[Path(d) for d in args.train], settings=settings, drop_after=args.drop_after,
         metrics_port=args.metrics_port, session_timeout=args.session_timeout,
+        instance_id=args.instance_id, stall_restart=args.stall_restart,
         heartbeat_interval=min(1.0, args.session_timeout / 4), tick_interval=args.tick)
 
 
@@ -304,6 +305,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="Prometheus /metrics port (default 9108, 0: off)")
     p.add_argument("--session-timeout", type=float, default=10.0, metavar="S",
                    help="Kafka group session timeout (default 10 s)")
+    p.add_argument("--instance-id", metavar="ID",
+                   help="Kafka static group membership (group.instance.id, unique per worker "
+                   "of an app id): a worker started again within the session timeout gets its "
+                   "partitions back without a rebalance")
+    p.add_argument("--stall-restart", type=float, default=30.0, metavar="S",
+                   help="start the worker again when a partition's records stay undelivered "
+                   "(or its topics unassigned) this long (default 30 s)")
     p.add_argument("--tick", type=float, default=1.0, metavar="S", help="timer period (1 s)")
     p.add_argument("--log-level", default="warning",
                    choices=["debug", "info", "warning", "error"])

@@ -4,6 +4,7 @@ go to the DLQ; hot swap, refinement, rollback and history through the models top
 replayed with fingerprints instead of images."""
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -322,3 +323,44 @@ def test_replay_with_fingerprints_sends_small_events_and_gets_the_same_verdicts(
     assert sum("screenshot_fingerprint" in o for o in states) > 0
     inline = sum(len(json.dumps(e)) for run in example_events() for e in run)
     assert sum(len(json.dumps(e)) for e in events) < inline / 2
+
+
+def test_a_worker_whose_topic_disappears_restarts_itself_and_counts_it(kafka, tmp_path):
+    """The finished-runs topic is deleted under a running worker: its assignment leaves the
+    topic out, so after --stall-restart seconds the worker stops, its supervisor starts it
+    again (which creates the topic again), and trustlayer_stalls_total counts the restart."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    prefix, topics, models = setup(kafka, tmp_path)
+    app_id = unique("gone")
+    port = free_port()
+    worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w.log", "--train",
+                    str(TRAIN), "--stall-restart", "5", "--metrics-port", str(port))
+
+    async def delete() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+        await admin.start()
+        try:
+            await admin.delete_topics([f"{app_id}-finished-runs"])
+        finally:
+            await admin.close()
+
+    try:
+        worker.wait_ready()
+        first = worker.faust_pid()
+        asyncio.run(delete())
+        deadline = time.monotonic() + 120
+        while worker.faust_pid() == first and time.monotonic() < deadline:
+            time.sleep(0.2)
+        ready = len(worker.ready_lines())  # the new Faust worker takes seconds to be ready
+        assert worker.faust_pid() != first, worker.log_tail()
+        worker.wait_ready(count=ready + 1, timeout=90)
+        run = renamed(example_events()[0], f"{prefix}-after")
+        publish_events(kafka.bootstrap, topics.events, run)
+        await_topic(kafka.bootstrap, topics.verdicts, all_final([run]), worker, timeout=60)
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    finally:
+        worker.stop()
+    assert "restarting the worker" in worker.log_tail()
+    assert 'trustlayer_stalls_total{action="restarted"} 1.0' in metrics.decode(), \
+        worker.log_tail()
