@@ -3,11 +3,11 @@
 faust-streaming 0.15 fetches only the partitions in its consumer's *active* set
 (``Consumer._active_partitions``): every partition is paused at a rebalance and resumed
 when table recovery completes (``Recovery.on_recovery_completed`` → ``resume_partitions``,
-``perform_seek``). When another rebalance starts during that completion (a worker that
-missed heartbeats is dropped and rejoins), it returns early, before the resume; the next
-recovery may then leave a partition paused, and records fetched for it meanwhile were
-dropped after the fetcher had moved past them. Such a partition gets no more records, and a
-seek alone does not bring them (a paused partition is never asked for).
+``perform_seek``), which returns early, before the resume, when another rebalance started
+meanwhile (a worker that missed heartbeats is dropped and rejoins); records fetched around
+a rebalance are dropped after the fetcher moved past them. A partition left paused gets no
+more records, and a seek alone does not bring them (a paused partition is never asked for):
+the stall seen under load, where seeking back never helped.
 
 :class:`StallGuard` tells, from each partition's last progress, its next offset to process
 and its high-water mark, which partitions stall (records wait, none processed for
