@@ -31,6 +31,7 @@ from typing import Mapping, Sequence
 from trustlayer.canonical import PLACE_PREFIXES, content_lines
 from trustlayer.context import context_lines
 from trustlayer.steps import Step
+from trustlayer.traces import Run
 
 Path = Sequence[tuple[str, Step]]  # a run's (model state id, step) in order
 OUTPUT_ACTION_TYPES = ("tool", "api")
@@ -111,21 +112,21 @@ def transient_milestones(essential: Sequence[str], accepting: Sequence[str],
             and state_id not in incidental_milestones([state_id], accepting, paths)]
 
 
-def _output_calls(path: Path) -> dict[str, set[str]]:
+def _output_calls(run: Run) -> dict[str, set[str]]:
     calls: dict[str, set[str]] = {}
-    for _, step in path:
-        for action in step.actions:
-            if action.type in OUTPUT_ACTION_TYPES and action.value is not None:
-                calls.setdefault(f"{action.type}:{action.target or ''}", set()).add(action.value)
+    for event in run.events:
+        action = event.action if event.kind == "action" else None
+        if action is not None and action.type in OUTPUT_ACTION_TYPES and action.value is not None:
+            calls.setdefault(f"{action.type}:{action.target or ''}", set()).add(action.value)
     return calls
 
 
-def required_outputs(paths: Mapping[str, Path]) -> dict[str, str]:
+def required_outputs(runs: Sequence[Run]) -> dict[str, str]:
     """``"type:target" -> value`` for tool calls that every successful run made, always
-    with the same value (with two runs or more)."""
-    if len(paths) < 2:
+    with the same value (with two runs or more; a call after the last state counts)."""
+    if len(runs) < 2:
         return {}
-    per_run = [_output_calls(path) for path in paths.values()]
+    per_run = [_output_calls(run) for run in runs]
     shared = set.intersection(*(set(calls) for calls in per_run))
     required = {}
     for call in sorted(shared):
