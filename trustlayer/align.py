@@ -21,47 +21,64 @@ ALIGN_MIN_SIMILARITY = 0.5
 StateKey = tuple[int, int]  # (run index, step index)
 
 
+class Shape:
+    """What the alignment compares of one state, computed once per state rather than once
+    per pair of states: its content lines and the fields they fill, by kind of content."""
+
+    __slots__ = ("fingerprint", "content", "structured", "kinds")
+
+    def __init__(self, fingerprint: Fingerprint):
+        self.fingerprint = fingerprint
+        self.content = content_lines(fingerprint.lines)
+        self.structured = fingerprint.has_structure
+        by_kind: dict[str, set[str]] = {}
+        for line in self.content:
+            by_kind.setdefault(line[0], set()).add(line)
+        self.kinds = {kind: (lines, {field_of(x) for x in lines})
+                      for kind, lines in by_kind.items()}
+
+
+_NO_LINES: tuple[set[str], set[str]] = (set(), set())
+
+
 def _jaccard(a: set[str], b: set[str]) -> float:
-    return len(a & b) / len(a | b) if a or b else 1.0
+    if not (a or b):
+        return 1.0
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)
 
 
-def similarity(left: Fingerprint, right: Fingerprint, settings: Settings) -> float:
+def similarity(left: Shape, right: Shape, settings: Settings) -> float:
     """A score in [0, 1]: the mean, over the kinds of content either state has (text,
     accessibility tree, files), of the Jaccard index of their lines, each averaged with
     the Jaccard index of the fields the lines fill (two confirmations of different
     bookings fill the same ``key:`` fields); so a long file listing does not drown a
     short tool output. Visual closeness for screens without text.
     """
-    if left.image_sha is not None and left.image_sha == right.image_sha:
+    a, b = left.fingerprint, right.fingerprint
+    if a.image_sha is not None and a.image_sha == b.image_sha:
         return 1.0
-    if left.has_structure or right.has_structure:
-        if not (left.has_structure and right.has_structure):
+    if left.structured or right.structured:
+        if not (left.structured and right.structured):
             return 0.0
-        a, b = _by_kind(content_lines(left.lines)), _by_kind(content_lines(right.lines))
-        kinds = a.keys() | b.keys()
-        return sum(_kind_similarity(a.get(k, set()), b.get(k, set())) for k in kinds) / len(kinds)
-    if left.phash is None or right.phash is None:
+        kinds = left.kinds.keys() | right.kinds.keys()
+        return sum(_kind_similarity(left.kinds.get(k, _NO_LINES), right.kinds.get(k, _NO_LINES))
+                   for k in kinds) / len(kinds)
+    if a.phash is None or b.phash is None:
         return 0.0
-    return max(0.0, 1.0 - hamming(left.phash, right.phash) / settings.phash_different)
+    return max(0.0, 1.0 - hamming(a.phash, b.phash) / settings.phash_different)
 
 
-def _kind_similarity(a: set[str], b: set[str]) -> float:
-    return (_jaccard(a, b) + _jaccard({field_of(x) for x in a}, {field_of(x) for x in b})) / 2
+def _kind_similarity(a: tuple[set[str], set[str]], b: tuple[set[str], set[str]]) -> float:
+    return (_jaccard(a[0], b[0]) + _jaccard(a[1], b[1])) / 2
 
 
-def _by_kind(lines: frozenset[str]) -> dict[str, set[str]]:
-    kinds: dict[str, set[str]] = {}
-    for line in lines:
-        kinds.setdefault(line[0], set()).add(line)
-    return kinds
-
-
-def same_observation(left: Fingerprint, right: Fingerprint, settings: Settings) -> bool:
+def same_observation(left: Shape, right: Shape, settings: Settings) -> bool:
     """True when two states of one run show the same thing (a revisit)."""
-    if left.has_structure or right.has_structure:
-        return content_lines(left.lines) == content_lines(right.lines)
-    return left.phash is not None and right.phash is not None \
-        and hamming(left.phash, right.phash) <= settings.phash_same
+    if left.structured or right.structured:
+        return left.content == right.content
+    a, b = left.fingerprint.phash, right.fingerprint.phash
+    return a is not None and b is not None and hamming(a, b) <= settings.phash_same
 
 
 def align_pair(left: Sequence[Fingerprint], right: Sequence[Fingerprint],
@@ -74,6 +91,11 @@ def align_pair(left: Sequence[Fingerprint], right: Sequence[Fingerprint],
     >>> align_pair(a, b, s)
     [(1, 1, 1.0)]
     """
+    return _align([Shape(fp) for fp in left], [Shape(fp) for fp in right], settings)
+
+
+def _align(left: Sequence[Shape], right: Sequence[Shape],
+           settings: Settings) -> list[tuple[int, int, float]]:
     n, m = len(left), len(right)
     sim = [[similarity(a, b, settings) for b in right] for a in left]
     score = [[0.0] * (m + 1) for _ in range(n + 1)]
@@ -100,7 +122,7 @@ class _Groups:
     """Union-find over states, refusing merges that would put two distinct states of
     one run in one group."""
 
-    def __init__(self, runs: Sequence[Sequence[Fingerprint]], settings: Settings):
+    def __init__(self, runs: Sequence[Sequence[Shape]], settings: Settings):
         self.runs, self.settings = runs, settings
         self.parent: dict[StateKey, StateKey] = {}
         self.members: dict[StateKey, list[StateKey]] = {}
@@ -139,14 +161,15 @@ def group_states(runs: Sequence[Sequence[Fingerprint]], settings: Settings) -> l
     `runs` must be in a canonical order (the learner sorts them by run id) so that the
     result does not depend on the order the runs were given in.
     """
-    groups = _Groups(runs, settings)
+    shapes = [[Shape(fp) for fp in run] for run in runs]
+    groups = _Groups(shapes, settings)
     candidates: list[tuple[float, StateKey, StateKey]] = []
-    for r, run in enumerate(runs):
+    for r, run in enumerate(shapes):
         for i, j in combinations(range(len(run)), 2):
             if same_observation(run[i], run[j], settings):
                 candidates.append((2.0, (r, i), (r, j)))
-    for (r, left), (q, right) in combinations(enumerate(runs), 2):
-        for i, j, s in align_pair(left, right, settings):
+    for (r, left), (q, right) in combinations(enumerate(shapes), 2):
+        for i, j, s in _align(left, right, settings):
             candidates.append((s, (r, i), (q, j)))
     for _, a, b in sorted(candidates, key=lambda c: (-c[0], c[1], c[2])):
         groups.union(a, b)
