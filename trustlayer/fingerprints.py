@@ -3,20 +3,45 @@
 A fingerprint holds the canonical lines of the state's text, accessibility tree, title,
 URL and code snapshot (see :mod:`trustlayer.canonical`) and, for a screenshot, the
 SHA-256 of its bytes, a 64-bit perceptual hash and a small grayscale thumbnail for SSIM.
+The hash and thumbnail of a screenshot are computed when first read: text decides most
+states, and then the image is never decoded.
 """
 from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import imagehash
 import numpy as np
 from PIL import Image
 
 from trustlayer.canonical import PLACE_PREFIXES, a11y_lines, file_facts, text_lines, url_line
-from trustlayer.traces import ImageRef, Observation
+from trustlayer.context import context_lines
+from trustlayer.traces import Action, ImageRef, Observation
 
 HASH_IMAGE_SIZE = 32
+
+
+class _Signed:
+    """A part of a screenshot's signature (``phash``, ``thumbnail``) on a fingerprint: the
+    value it was given, else computed from its ``image`` the first time it is read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, fp: "Fingerprint | None", owner: type | None = None) -> object:
+        if fp is None:
+            return None  # the dataclass field's default
+        value = fp.__dict__[self.name]
+        if value is None and fp.image is not None:
+            fp.__dict__["phash"], fp.__dict__["thumbnail"] = image_signature(fp.image,
+                                                                             fp.thumbnail_size)
+            value = fp.__dict__[self.name]
+        return value
+
+    def __set__(self, fp: "Fingerprint", value: object) -> None:
+        fp.__dict__[self.name] = value
 
 
 @dataclass(frozen=True)
@@ -25,11 +50,13 @@ class Fingerprint:
 
     lines: frozenset[str]
     image_sha: str | None = None
-    phash: int | None = None
-    thumbnail: bytes | None = field(default=None, repr=False)
+    phash: int | None = _Signed()  # type: ignore[assignment]
+    thumbnail: bytes | None = field(default=_Signed(), repr=False)  # type: ignore[assignment]
     title: str | None = None
     label: str | None = None
     context: frozenset[str] = frozenset()  # how the agent worked (trustlayer.context)
+    image: ImageRef | None = field(default=None, repr=False, compare=False)  # not decoded yet
+    thumbnail_size: int = field(default=0, repr=False, compare=False)
 
     @property
     def has_structure(self) -> bool:
@@ -68,8 +95,12 @@ def image_signature(shot: ImageRef, thumbnail_size: int) -> tuple[int, bytes]:
 
 
 def fingerprint(observation: Observation, thumbnail_size: int,
-                baseline_files: dict[str, str] | None = None) -> Fingerprint:
-    """Fingerprint one observation. `baseline_files` is the run's first code snapshot."""
+                baseline_files: dict[str, str] | None = None,
+                previous_lines: frozenset[str] | None = None,
+                actions: Iterable[Action] = ()) -> Fingerprint:
+    """Fingerprint one observation. `baseline_files` is the run's first code snapshot;
+    the lines of the state before and the `actions` that led here tell the context lines
+    (:func:`trustlayer.context.context_lines`)."""
     lines = set()
     lines |= text_lines(observation.title, "T")
     lines |= url_line(observation.url)
@@ -78,10 +109,10 @@ def fingerprint(observation: Observation, thumbnail_size: int,
     lines |= file_facts(observation.files, baseline_files)
     phash = thumbnail = image_sha = None
     shot, printed = observation.screenshot, observation.screenshot_print
-    if shot is not None:
+    if shot is not None:  # hash and thumbnail when first read
         image_sha = shot.sha256
-        phash, thumbnail = image_signature(shot, thumbnail_size)
     elif printed is not None:  # fingerprinted by the runner: nothing to decode
         image_sha, phash, thumbnail = printed.sha256, printed.phash, printed.thumbnail
-    return Fingerprint(frozenset(lines), image_sha, phash, thumbnail, observation.title,
-                       observation.label)
+    lines = frozenset(lines)
+    return Fingerprint(lines, image_sha, phash, thumbnail, observation.title, observation.label,
+                       context_lines(lines, previous_lines, tuple(actions)), shot, thumbnail_size)

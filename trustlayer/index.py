@@ -101,9 +101,9 @@ class StateIndex:
         near misses: what a report shows)."""
         return self._candidates(fp, {template_form(line) for line in fp.lines})
 
-    def _candidates(self, fp: Fingerprint, forms: set[str]) -> set[str]:
+    def _candidates(self, fp: Fingerprint, forms: set[str], visual: bool = True) -> set[str]:
         found = set(self.unanchored) if fp.has_structure else set()
-        if fp.phash is not None:
+        if visual and fp.phash is not None:
             found |= self.near.within(fp.phash)
             if not fp.has_structure:  # screens without text: the SSIM band needs more
                 found |= self.wide.within(fp.phash)
@@ -114,10 +114,16 @@ class StateIndex:
     def plausible(self, fp: Fingerprint) -> set[str]:
         """The candidates that can still be *same*: the observation has every exact
         salient line of theirs, or a member's very image (a set test instead of the
-        structure tier's line-by-line check, for the states that would fail it)."""
+        structure tier's line-by-line check, for the states that would fail it).
+
+        An observation with text is looked up by its lines and image bytes alone, its
+        screenshot not decoded: a state its pHash alone would add is a screen without
+        text (*different* from it), or one that lacks a line it requires, or one its
+        lines find anyway."""
         forms = {template_form(line) for line in fp.lines}
-        exact = self.by_image.get(fp.image_sha, ()) if fp.image_sha else ()
-        return {sid for sid in self._candidates(fp, forms)
+        exact = self.by_image.get(fp.image_sha, set()) if fp.image_sha else set()
+        found = self._candidates(fp, forms, visual=not fp.has_structure) | exact
+        return {sid for sid in found
                 if sid in exact or self.required.get(sid, frozenset()) <= forms}
 
 

@@ -2,9 +2,9 @@
 that led to each."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from trustlayer.context import context_lines, file_facts
+from trustlayer.context import file_facts
 from trustlayer.fingerprints import Fingerprint, fingerprint
 from trustlayer.traces import Action, Event, Run
 from trustlayer.settings import Settings
@@ -50,10 +50,9 @@ class StepBuilder:
         observation = event.observation
         if observation.files is not None and self.baseline_files is None:
             self.baseline_files = dict(observation.files)
-        printed = fingerprint(observation, self.settings.thumbnail_size, self.baseline_files)
         actions = tuple(self.pending)
-        printed = replace(printed, context=context_lines(printed.lines, self.previous_lines,
-                                                         actions))
+        printed = fingerprint(observation, self.settings.thumbnail_size, self.baseline_files,
+                              self.previous_lines, actions)
         moved = not actions and self.previous_lines is not None \
             and file_facts(printed.lines) != file_facts(self.previous_lines)
         self.pending, self.previous_lines = [], printed.lines
