@@ -2,13 +2,16 @@
 
     .venv/bin/python benchmarks/core.py [TRACES_ROOT]
 
-1. learn time per dev set;
+1. learn time per dev set, and learn time against the number of runs (2 to 32: the
+   training runs of coding-dev, repeated under new run ids past the eight there are;
+   goal: 32 runs in under 5 s);
 2. validation cost per screenshot frame / PNG decode cost per frame (goal <= 1.5);
 3. state lookup cost as the model grows from 10 to 10,000 states (BK-tree + inverted
    index), against a linear scan of the same states.
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import random
 import sys
@@ -39,6 +42,20 @@ def bench_learn() -> dict[str, Model]:
         print(f"learn {name}: {len(runs)} runs in {time.perf_counter() - start:.2f} s "
               f"({len(models[name].states)} states, {len(models[name].essential)} essential)")
     return models
+
+
+def bench_learn_scaling(name: str = "coding-dev") -> None:
+    base = read_runs([ROOT / name / "train"])
+    times = {}
+    for count in (2, 4, 8, 16, 32):
+        runs = [dataclasses.replace(base[k % len(base)], run_id=f"{base[k % len(base)].run_id}-{k}")
+                for k in range(count)]
+        start = time.perf_counter()
+        learn(runs)
+        times[count] = time.perf_counter() - start
+        print(f"learn {name} x{count:>2} runs: {times[count]:6.2f} s ({times[count] / count:.3f} s per run, "
+              f"{times[count] / times[2]:5.1f}x the 2-run time)")
+    print(f"learn 32 runs: {times[32]:.2f} s (goal < 5 s)")
 
 
 def bench_validation(model: Model) -> None:
@@ -91,5 +108,6 @@ def bench_lookup() -> None:
 
 if __name__ == "__main__":
     models = bench_learn()
+    bench_learn_scaling()
     bench_validation(models["jupyter-dev"])
     bench_lookup()
