@@ -31,7 +31,7 @@ from typing import Mapping, Sequence
 from trustlayer.canonical import PLACE_PREFIXES, content_lines
 from trustlayer.context import context_lines
 from trustlayer.steps import Step
-from trustlayer.traces import Run
+from trustlayer.traces import Action, Run
 
 Path = Sequence[tuple[str, Step]]  # a run's (model state id, step) in order
 OUTPUT_ACTION_TYPES = ("tool", "api")
@@ -42,7 +42,6 @@ def habit_lines(step: Step, before: Step | None, last_lines: frozenset[str]) -> 
     previous step) that are gone from the run's last state (`last_lines`).
 
     >>> from trustlayer.fingerprints import Fingerprint
-    >>> from trustlayer.traces import Action
     >>> fp = Fingerprint(frozenset({"X|$ pytest -q tests", "X|3 passed", "U|/lab"}))
     >>> step = Step(1, 0.0, fp, (Action("tool", "run_tests", "pytest -q tests"),))
     >>> before = Step(0, 0.0, Fingerprint(frozenset({"U|/lab"})), ())
@@ -81,35 +80,34 @@ def _lasting_additions(path: Path) -> list[bool]:
     return lasting
 
 
-def _habit(path: Path, first: int) -> bool:
-    """Whether the state first visited at `first` left no trace and was made stale by a
-    lasting change later in the run (before its last state)."""
-    lasting = _lasting_additions(path)
-    return not lasting[first] and any(lasting[first + 1:-1])
+def _first_visits(state_id: str, paths: Mapping[str, Path]) -> list[tuple[str, int]]:
+    return [(run_id, next(i for i, (sid, _) in enumerate(path) if sid == state_id))
+            for run_id, path in paths.items()]
 
 
-def _first_visits(state_id: str, paths: Mapping[str, Path]) -> list[tuple[Path, int]]:
-    return [(path, next(i for i, (sid, _) in enumerate(path) if sid == state_id))
-            for path in paths.values()]
+def milestone_kinds(essential: Sequence[str], accepting: Sequence[str],
+                    paths: Mapping[str, Path]) -> tuple[list[str], list[str]]:
+    """The essential states that are *incidental* (a habit in every successful run: no
+    trace, stale by the end; see the module docstring) and those that are *transient*
+    (no trace in any run, but not stale in all: a last test run's output; kept as
+    milestones, yet a run showing the same result another way misses them: worth a look
+    by a person). States where successful runs end are neither."""
+    lasting = {run_id: _lasting_additions(path) for run_id, path in paths.items()}
+    incidental, transient = [], []
+    for state_id in essential:
+        if state_id in accepting:
+            continue
+        visits = _first_visits(state_id, paths)
+        if any(lasting[run_id][first] for run_id, first in visits):
+            continue
+        stale = all(any(lasting[run_id][first + 1:-1]) for run_id, first in visits)
+        (incidental if stale else transient).append(state_id)
+    return incidental, transient
 
 
-def incidental_milestones(essential: Sequence[str], accepting: Sequence[str],
-                          paths: Mapping[str, Path]) -> list[str]:
-    """Essential states that were a habit in every successful run: no trace, stale by
-    the end (see the module docstring); accepting states are never incidental."""
-    return [state_id for state_id in essential if state_id not in accepting
-            and all(_habit(path, first) for path, first in _first_visits(state_id, paths))]
-
-
-def transient_milestones(essential: Sequence[str], accepting: Sequence[str],
-                         paths: Mapping[str, Path]) -> list[str]:
-    """Essential states that left no trace in any successful run but were not stale in
-    all (a last test run's output): kept as milestones, yet a run that shows the same
-    result another way (another command) misses them. Worth a look by a person."""
-    return [state_id for state_id in essential if state_id not in accepting
-            and not any(_lasting_additions(path)[first]
-                        for path, first in _first_visits(state_id, paths))
-            and state_id not in incidental_milestones([state_id], accepting, paths)]
+def output_call(action: Action) -> str:
+    """The name of a tool call, across runs: its type and target (``tool:report_answer``)."""
+    return f"{action.type}:{action.target or ''}"
 
 
 def _output_calls(run: Run) -> dict[str, set[str]]:
@@ -117,7 +115,7 @@ def _output_calls(run: Run) -> dict[str, set[str]]:
     for event in run.events:
         action = event.action if event.kind == "action" else None
         if action is not None and action.type in OUTPUT_ACTION_TYPES and action.value is not None:
-            calls.setdefault(f"{action.type}:{action.target or ''}", set()).add(action.value)
+            calls.setdefault(output_call(action), set()).add(action.value)
     return calls
 
 

@@ -19,8 +19,8 @@ from trustlayer.canonical import content_lines
 from trustlayer.dominators import SUCCESS, START, VISIT_MARK, essential_chain, \
     convergence_points, immediate_dominators, merged_graph, unroll_visits
 from trustlayer.equivalence import decide, judge
-from trustlayer.evidence import accepting_states, habit_lines, incidental_milestones, \
-    required_outputs, transient_milestones
+from trustlayer.evidence import accepting_states, habit_lines, milestone_kinds, \
+    required_outputs
 from trustlayer.index import index_of
 from trustlayer.model import Model, ModelState
 from trustlayer.naming import name_states
@@ -242,10 +242,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     ending = _build_state("end", [(rid, steps[rid][-1]) for rid in run_ids],
                           settings.thumbnail_size)
     interruptions = _interruptions(essential, paths)
-    incidental = [sid for sid in incidental_milestones(essential, accepting, paths)
-                  if sid not in interruptions]
-    transient = [sid for sid in transient_milestones(essential, accepting, paths)
-                 if sid not in interruptions]
+    incidental, transient = ([sid for sid in kind if sid not in interruptions]
+                             for kind in milestone_kinds(essential, accepting, paths))
     warnings = [f"milestone '{states[sid].name}' is output every successful run showed and "
                 "none kept (a run showing the same result another way fails): if it is not "
                 "needed, add successful runs without it" for sid in transient]

@@ -16,6 +16,7 @@ from typing import Any
 from trustlayer.canonical import shows
 from trustlayer.cause import explain_failure
 from trustlayer.equivalence import ends_like_success, judge
+from trustlayer.evidence import output_call
 from trustlayer.index import index_of
 from trustlayer.llm import LLMJudge
 from trustlayer.model import Model
@@ -109,7 +110,7 @@ class Matcher:
         if self.state.final:
             return self.state
         if event.kind == "action" and event.action.value is not None:
-            call = f"{event.action.type}:{event.action.target or ''}"
+            call = output_call(event.action)
             self.outputs[call] = event.action.value
             self.outputs_shown[call] = shows(self.builder.previous_lines, event.action.value)
         step = self.builder.feed(event)
