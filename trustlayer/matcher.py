@@ -74,7 +74,7 @@ class Matcher:
         self.history: list[dict[str, Any]] = []
         self.matched_at: dict[str, int] = {}
         self.start_ts: float | None = None
-        self.outputs: dict[str, str] = {}  # "type:target" -> the last value of a tool call
+        self.outputs: dict[str, str] = {}  # required call -> the last value the agent gave
         self.outputs_shown: dict[str, bool] = {}  # ... and whether the screen showed it
         self.state: Status | None = None
 
@@ -109,8 +109,8 @@ class Matcher:
         self.state.event_ts = event.ts
         if self.state.final:
             return self.state
-        if event.kind == "action" and event.action.value is not None:
-            call = output_call(event.action)
+        if event.kind == "action" and event.action.value is not None \
+                and (call := output_call(event.action)) in self.model.required_outputs:
             self.outputs[call] = event.action.value
             self.outputs_shown[call] = shows(self.builder.previous_lines, event.action.value)
         step = self.builder.feed(event)
@@ -141,8 +141,7 @@ class Matcher:
         # a milestone where successful runs end is met by a state like all their ends
         # together (when it is none of their end states itself)
         pooled = ends and not set(known) & set(self.model.accepting)
-        ending = [sid for sid in self.model.accepting if pooled]
-        self._advance(known + ending, step.seq)
+        self._advance(known + (list(self.model.accepting) if pooled else []), step.seq)
 
     def _advance(self, ids: list[str], seq: int) -> None:
         essential, soft = self.model.essential, set(self.model.soft)
