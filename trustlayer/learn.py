@@ -26,7 +26,7 @@ from trustlayer.model import Model, ModelState
 from trustlayer.naming import name_states
 from trustlayer.settings import Settings
 from trustlayer.steps import Step, action_signatures, run_steps
-from trustlayer.templates import learn_profile, novelty
+from trustlayer.templates import borrow_variation, learn_profile, novelty, varied_words
 from trustlayer.traces import Run
 from trustlayer.visual import learn_volatile_mask
 
@@ -221,6 +221,13 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                                    settings.thumbnail_size,
                                    [habit_lines(steps[run_ids[r]][i], steps[run_ids[r]][i - 1] if i else None,
                                                 last_lines[r]) for r, i in group])
+    member_lines = {sid: [steps[run_ids[r]][i].fingerprint.lines for r, i in group]
+                    for sid, group in zip(states, groups)}
+    varied = set().union(*(varied_words(state.profile, member_lines[sid])
+                           for sid, state in states.items()))
+    for sid, group in zip(states, groups):
+        if len({r for r, _ in group}) == 1:  # seen in one run: what varied elsewhere varies
+            states[sid].profile = borrow_variation(states[sid].profile, varied)
     paths = {rid: [(state_of[(r, i)], st) for i, st in enumerate(steps[rid])]
              for r, rid in enumerate(run_ids)}
     graph = merged_graph([unroll_visits([sid for sid, _ in path]) for path in paths.values()])
@@ -235,9 +242,7 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                 labels[sid].append(step.fingerprint.label)
             if step.fingerprint.title:
                 titles[sid].append(step.fingerprint.title)
-    name_states(list(states.values()), labels, titles,
-                {sid: [steps[run_ids[r]][i].fingerprint.lines for r, i in group]
-                 for sid, group in zip(states, groups)})
+    name_states(list(states.values()), labels, titles, member_lines)
     accepting = accepting_states(paths)
     ending = _build_state("end", [(rid, steps[rid][-1]) for rid in run_ids],
                           settings.thumbnail_size)

@@ -283,6 +283,47 @@ def learn_profile(members: Sequence[frozenset[str]],
     return Profile(templates, salient)
 
 
+def varied_words(profile: Profile, members: Sequence[frozenset[str]]) -> set[str]:
+    """The words (letters, three or more) members showed in the wildcard slots of
+    `profile`: what successful runs chose differently (``report``, ``notes``).
+
+    >>> p = learn_profile([frozenset({"X|saved report.txt"}), frozenset({"X|saved notes.txt"})])
+    >>> sorted(varied_words(p, [frozenset({"X|saved report.txt"})]))
+    ['report']
+    """
+    varied: set[str] = set()
+    for lines in members:
+        for line in lines:
+            index = profile.template_of(line)
+            if index is None:
+                continue
+            template, body = _split(profile.templates[index])[1], _split(line)[1]
+            if WILDCARD in template and len(template) == len(body):
+                varied.update(b for t, b in zip(template, body)
+                              if t == WILDCARD and len(b) >= 3 and b.isalpha())
+    return varied
+
+
+def borrow_variation(profile: Profile, varied: set[str]) -> Profile:
+    """`profile` of a state seen in one run only, with the words that varied between runs
+    elsewhere (:func:`varied_words`) as wildcards: one member cannot show what varies.
+
+    >>> borrow_variation(Profile(["X|panel for report . txt"], [True]), {"report"}).templates
+    ['X|panel for <*> . txt']
+    """
+    templates: list[str] = []
+    salient: list[bool] = []
+    for rendered, is_salient in zip(profile.templates, profile.salient):
+        prefix, body = _split(rendered)
+        rendered = _render(prefix, tuple(WILDCARD if t in varied else t for t in body))
+        if rendered in templates:
+            salient[templates.index(rendered)] |= is_salient
+        else:
+            templates.append(rendered)
+            salient.append(is_salient)
+    return Profile(templates, salient)
+
+
 def novelty(members: Sequence[frozenset[str]]) -> float:
     """How much a new member of a state may show that the others never did, learned by
     leaving each member out: the largest share of its content lines that the templates
