@@ -112,10 +112,22 @@ def shows(lines: Iterable[str] | None, value: str) -> bool:
     return False
 
 
+# terminal control sequences (colours, cursor moves): how a terminal drew the text, not
+# what it says, as a theme is for a screen
+_TERMINAL_CONTROL = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
 def text_lines(text: str | None, prefix: str) -> set[str]:
-    """Non-empty masked lines of a block of text (of a JSON document: one per leaf)."""
+    """Non-empty masked lines of a block of text (of a JSON document: one per leaf),
+    without terminal control sequences.
+
+    >>> sorted(text_lines("\x1b[32m3 passed\x1b[0m in 0.5s", "X"))
+    ['X|3 passed in <dur>']
+    """
     if not text:
         return set()
+    if "\x1b" in text:
+        text = _TERMINAL_CONTROL.sub("", text)
     raw_lines = _json_lines(text) or text.splitlines()
     return {f"{prefix}|{masked}" for raw in raw_lines if (masked := mask(raw))}
 
