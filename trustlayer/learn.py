@@ -18,6 +18,7 @@ from trustlayer.align import group_states
 from trustlayer.canonical import content_lines
 from trustlayer.dominators import SUCCESS, START, VISIT_MARK, essential_chain, \
     convergence_points, immediate_dominators, merged_graph, unroll_visits
+from trustlayer.edits import required_removals
 from trustlayer.equivalence import decide, judge
 from trustlayer.evidence import accepting_states, habit_lines, milestone_kinds, \
     required_outputs
@@ -255,12 +256,14 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     if len(run_ids) < 3:
         warnings.append(f"learned from {len(run_ids)} successful run(s): add more varied "
                         "successful runs, so that what varies can be told from what must match")
+    learned_from = [run for run in successes if run.run_id in steps]
     model = Model(task=tasks[0], version=version, states=states, edges=_edges(paths),
                   essential=essential, negative=[],
                   soft=[sid for sid in essential if sid in interruptions or sid in incidental],
                   accepting=accepting, ending=ending, incidental=incidental,
                   warnings=warnings,
-                  required_outputs=required_outputs([r for r in successes if r.run_id in steps]),
+                  required_outputs=required_outputs(learned_from),
+                  required_removals=required_removals(learned_from),
                   idom=_nearest_essential(idom, essential), timing=_timing(essential, paths),
                   segment_actions=_segment_actions(essential, paths),
                   convergence=convergence_points(graph),

@@ -15,6 +15,7 @@ from typing import Any
 
 from trustlayer.canonical import shows
 from trustlayer.cause import explain_failure
+from trustlayer.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.equivalence import ends_like_success, judge
 from trustlayer.evidence import output_call
 from trustlayer.index import index_of
@@ -76,6 +77,7 @@ class Matcher:
         self.start_ts: float | None = None
         self.outputs: dict[str, str] = {}  # required call -> the last value the agent gave
         self.outputs_shown: dict[str, bool] = {}  # ... and whether the screen showed it
+        self.removals = RemovalLedger(model.required_removals)
         self.state: Status | None = None
 
     @property
@@ -113,8 +115,12 @@ class Matcher:
                 and (call := output_call(event.action)) in self.model.required_outputs:
             self.outputs[call] = event.action.value
             self.outputs_shown[call] = shows(self.builder.previous_lines, event.action.value)
+        before = self.builder.previous_lines
         step = self.builder.feed(event)
         if step is not None:
+            if self.model.required_removals:
+                self.removals.observe(event.observation.text,
+                                      changed_in_facts(before, step.fingerprint.lines))
             self._observe(step)
         elif event.kind == "end":
             self.close(event.seq)
@@ -221,6 +227,10 @@ class Matcher:
             return
         wrong = self._wrong_output()
         if self.state.status == PASSED and wrong is None:
+            kept = self.removals.missing(self.model.required_removals)
+            if kept:
+                self._fail(seq, describe(kept), "agent_error")
+                return
             self.state.final = True
             self.state.warnings = self._skipped_incidental()
             return
@@ -264,6 +274,8 @@ class Matcher:
         return {"position": self.position, "history": self.history,
                 "matched_at": self.matched_at, "start_ts": self.start_ts,
                 "outputs": self.outputs, "outputs_shown": self.outputs_shown,
+                "removed": {path: sorted(lines) for path, lines in self.removals.removed.items()},
+                "unseen": sorted(self.removals.unseen),
                 "baseline_files": self.builder.baseline_files,
                 "pending": [asdict(a) for a in self.builder.pending],
                 "previous_lines": None if self.builder.previous_lines is None else
@@ -278,6 +290,8 @@ class Matcher:
         matcher.matched_at, matcher.start_ts = dict(data["matched_at"]), data["start_ts"]
         matcher.outputs = dict(data.get("outputs", {}))
         matcher.outputs_shown = dict(data.get("outputs_shown", {}))
+        matcher.removals.removed = {path: set(lines) for path, lines in data["removed"].items()}
+        matcher.removals.unseen = set(data["unseen"])
         matcher.builder.baseline_files = data["baseline_files"]
         matcher.builder.pending = [Action(**a) for a in data["pending"]]
         previous = data.get("previous_lines")

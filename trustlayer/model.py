@@ -102,7 +102,8 @@ class Model:
     ``accepting`` (states where successful runs ended), ``ending`` (all their last states
     as one state, for ends that share a shape), ``incidental`` (milestones that were a
     habit: skipped with a warning), ``required_outputs`` (tool calls every successful run
-    made with one value) and ``warnings`` (what the learner noticed for a person to check).
+    made with one value), ``required_removals`` (code lines every successful run removed,
+:mod:`trustlayer.edits`) and ``warnings`` (what the learner noticed for a person to check).
     ``soft`` holds the essential states a run may skip: interruptions and incidental ones.
     """
 
@@ -124,6 +125,7 @@ class Model:
     ending: ModelState | None = None
     incidental: list[str] = field(default_factory=list)
     required_outputs: dict[str, str] = field(default_factory=dict)
+    required_removals: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -151,7 +153,8 @@ class Model:
                 "convergence": self.convergence, "history": self.history,
                 "accepting": self.accepting, "incidental": self.incidental,
                 "ending": None if self.ending is None else self.ending.to_json(),
-                "required_outputs": self.required_outputs, "warnings": self.warnings}
+                "required_outputs": self.required_outputs,
+                "required_removals": self.required_removals, "warnings": self.warnings}
 
     @classmethod
     def from_json(cls, data: dict) -> "Model":
@@ -174,7 +177,8 @@ class Model:
                        data["segment_actions"], data["convergence"], data.get("history", []),
                        data["accepting"],
                        None if data["ending"] is None else ModelState.from_json(data["ending"]),
-                       data["incidental"], data["required_outputs"], data["warnings"])
+                       data["incidental"], data["required_outputs"],
+                       data.get("required_removals", {}), data["warnings"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None
 

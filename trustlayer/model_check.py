@@ -257,3 +257,7 @@ def check_model(data: dict) -> None:
     _typed(outputs, dict, "required_outputs")
     for path, digest in outputs.items():
         _typed(digest, str, f"required_outputs[{path!r}]")
+    removals = data.get("required_removals", {})
+    _typed(removals, dict, "required_removals")
+    for path, lines in removals.items():
+        _strings(lines, f"required_removals[{path!r}]")
