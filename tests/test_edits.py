@@ -2,11 +2,12 @@
 removed by a new run too; a file changed without a diff is not judged."""
 import hashlib
 
-from tracegen import as_run
+from tracegen import tool_run
 
 from trustlayer.edits import RemovalLedger, diff_changes, required_removals
 from trustlayer.learn import learn
 from trustlayer.matcher import judge_run
+from trustlayer.traces import Run
 
 TASK = "Task: move helper() from a.py to b.py"
 OLD = "def helper(x):\n    return x * 2\n"
@@ -17,24 +18,16 @@ WRAPPED = ("Edited a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n def helper(x)
 PUT_BACK = "Edited a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,3 @@\n+def helper(x):\n"
 
 
-def coding_run(run_id: str, edits: list[tuple[str, str]]) -> object:
-    """A run that edits a.py once per `(action, text)` in `edits`, then passes its tests."""
+def coding_run(run_id: str, edits: list[tuple[str, str]]) -> Run:
+    """A run that edits a.py once per `(tool, text)` in `edits`, then passes its tests."""
     files = {"a.py": "0" * 64, "b.py": "1" * 64}
-    states = [("", TASK, dict(files))]
-    for number, (target, text) in enumerate(edits, 1):
+    steps = [("", "", TASK, dict(files))]
+    for number, (tool, text) in enumerate(edits, 1):
         files["a.py"] = hashlib.sha256(f"{run_id} {number}".encode()).hexdigest()
-        states.append((target, text, dict(files)))
-    states += [("run_tests", "$ pytest -q\n3 passed in 0.4s", dict(files)),
-               ("", "[session closed]", dict(files))]
-    events = []
-    for target, text, snapshot in states:
-        if target:
-            events.append({"kind": "action", "action": {"type": "tool", "target": target}})
-        events.append({"kind": "state", "observation": {"text": text, "files": snapshot}})
-    events.append({"kind": "end", "outcome": "success"})
-    for seq, event in enumerate(events):
-        event.update(v=1, run_id=run_id, task="move-helper", seq=seq, ts=1000.0 + seq)
-    return as_run(events)
+        steps.append((tool, "", text, dict(files)))
+    steps += [("run_tests", "pytest -q", "$ pytest -q\n3 passed in 0.4s", files),
+              ("", "", "[session closed]", files)]
+    return tool_run(run_id, steps)
 
 
 TRAINING = [coding_run(f"train-{n}", [("edit_file", MOVED)]) for n in range(3)]

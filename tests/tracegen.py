@@ -58,3 +58,19 @@ def write_run(directory: Path, events: list[dict]) -> Path:
     path = directory / f"{events[0]['run_id']}.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     return path
+
+
+def tool_run(run_id: str, steps: Sequence[tuple[str, str, str, dict[str, str]]],
+             outcome: str = "success") -> Run:
+    """A coding agent's run: a first state (the task), then for each `(tool, value, text,
+    files)` in `steps` the tool call (without a tool: none) and the state it led to."""
+    events: list[dict] = []
+    for tool, value, text, files in steps:
+        if tool:
+            events.append({"kind": "action", "action": {"type": "tool", "target": tool,
+                                                        "value": value or None}})
+        events.append({"kind": "state", "observation": {"text": text, "files": dict(files)}})
+    events.append({"kind": "end", "outcome": outcome})
+    for seq, event in enumerate(events):
+        event.update(v=1, run_id=run_id, task="tool-task", seq=seq, ts=1000.0 + seq)
+    return as_run(events)

@@ -27,7 +27,7 @@ from trustlayer.index import index_of
 from trustlayer.model import Model, ModelState
 from trustlayer.settings import Settings
 from trustlayer.canonical import content_lines
-from trustlayer.templates import word_tokens
+from trustlayer.templates import Profile, shape_of, word_tokens
 from trustlayer.visual import hamming, masked_ssim
 
 UNSURE_MAX_UNEXPLAINED = 2
@@ -156,6 +156,31 @@ def judge(model: Model, fp: Fingerprint, state_id: str, llm: LLMJudge | None = N
     known words, strict for a state where successful runs end."""
     return decide(fp, model.states[state_id], model.settings, llm, index_of(model).known_words,
                   strict=state_id in model.accepting)
+
+
+def like_in_shape(model: Model, fp: Fingerprint, state_id: str) -> bool:
+    """Whether an observed state is model state `state_id`'s report asked for another way:
+    the agent's request differs from every successful run's (a context line of the state,
+    such as the command it typed, that the templates do not explain), and each salient
+    line it lacks is there with other counts (:func:`trustlayer.templates.shape_of`:
+    ``45 passed`` for ``141 passed``, a shorter progress bar); the rest as :func:`decide`
+    tolerates. For milestones that are a tool's report on the finished work (the whole
+    suite's result, where a run tested the files it changed). The same request with other
+    counts is no such report: a test deleted shows as one test fewer."""
+    state = model.states[state_id]
+    if not state.structural or not fp.has_structure:
+        return False
+    profile = state.profile
+    missing, unexplained = profile.compare(fp.lines)
+    if not missing or all(profile.template_of(line) is not None for line in fp.context):
+        return False
+    shapes = dict.fromkeys(shape_of(template) for template in missing)
+    in_shape = Profile(list(shapes), [True] * len(shapes))
+    reshaped = [line for line in unexplained if in_shape.template_of(shape_of(line)) is not None]
+    if in_shape.compare({shape_of(line) for line in reshaped})[0]:
+        return False
+    rest = [line for line in unexplained if line not in reshaped and line not in fp.context]
+    return _tolerated(rest, fp, state, model.settings, index_of(model).known_words)
 
 
 def ends_like_success(model: Model, fp: Fingerprint, ids: list[str]) -> bool:

@@ -251,8 +251,9 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     incidental, transient = ([sid for sid in kind if sid not in interruptions]
                              for kind in milestone_kinds(essential, accepting, paths))
     warnings = [f"milestone '{states[sid].name}' is output every successful run showed and "
-                "none kept (a run showing the same result another way fails): if it is not "
-                "needed, add successful runs without it" for sid in transient]
+                "none kept (a run showing it with other counts passes, one showing the result "
+                "another way fails): if it is not needed, add successful runs without it"
+                for sid in transient]
     if len(run_ids) < 3:
         warnings.append(f"learned from {len(run_ids)} successful run(s): add more varied "
                         "successful runs, so that what varies can be told from what must match")
@@ -261,6 +262,7 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                   essential=essential, negative=[],
                   soft=[sid for sid in essential if sid in interruptions or sid in incidental],
                   accepting=accepting, ending=ending, incidental=incidental,
+                  transient=transient,
                   warnings=warnings,
                   required_outputs=required_outputs(learned_from),
                   required_removals=required_removals(learned_from),

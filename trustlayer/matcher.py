@@ -16,7 +16,7 @@ from typing import Any
 from trustlayer.canonical import shows
 from trustlayer.cause import explain_failure
 from trustlayer.edits import RemovalLedger, changed_in_facts, describe
-from trustlayer.equivalence import ends_like_success, judge
+from trustlayer.equivalence import ends_like_success, judge, like_in_shape
 from trustlayer.evidence import output_call
 from trustlayer.index import index_of
 from trustlayer.llm import LLMJudge
@@ -78,6 +78,7 @@ class Matcher:
         self.outputs: dict[str, str] = {}  # required call -> the last value the agent gave
         self.outputs_shown: dict[str, bool] = {}  # ... and whether the screen showed it
         self.removals = RemovalLedger(model.required_removals)
+        self.reshaped: list[str] = []  # transient milestones met with other counts
         self.state: Status | None = None
 
     @property
@@ -130,6 +131,11 @@ class Matcher:
         ids = self._matches(step)
         negatives = [sid for sid in ids if sid in self.model.negative]
         known = [sid for sid in ids if sid not in self.model.negative]
+        upcoming = self._upcoming_transient()
+        if upcoming and upcoming not in known and like_in_shape(self.model, step.fingerprint,
+                                                                upcoming):
+            known.append(upcoming)
+            self.reshaped.append(upcoming)
         novel = index_of(self.model).novelty(step.fingerprint) if not known else []
         ends = ends_like_success(self.model, step.fingerprint, known)
         self.history.append({"seq": step.seq, "ts": step.ts, "ids": known,
@@ -148,6 +154,12 @@ class Matcher:
         # together (when it is none of their end states itself)
         pooled = ends and not set(known) & set(self.model.accepting)
         self._advance(known + (list(self.model.accepting) if pooled else []), step.seq)
+
+    def _upcoming_transient(self) -> str | None:
+        """The next milestone to reach, if it is a tool's report (``model.transient``)."""
+        essential = self.model.essential
+        upcoming = essential[self.position] if self.position < len(essential) else None
+        return upcoming if upcoming in self.model.transient else None
 
     def _advance(self, ids: list[str], seq: int) -> None:
         essential, soft = self.model.essential, set(self.model.soft)
@@ -212,9 +224,11 @@ class Matcher:
                 return call, given, value
         return None
 
-    def _skipped_incidental(self) -> list[str]:
+    def _route_warnings(self) -> list[str]:
         return [f"took a route no successful run took: skipped '{self.model.name(sid)}'"
-                for sid in self.model.incidental if sid not in self.matched_at]
+                for sid in self.model.incidental if sid not in self.matched_at] + [
+            f"showed '{self.model.name(sid)}' with other counts than every successful run"
+            for sid in dict.fromkeys(self.reshaped) if sid in self.matched_at]
 
     def _fail(self, seq: int, reason: str, cause: str | None) -> None:
         self.state.status, self.state.reason, self.state.cause = FAILED, reason, cause
@@ -232,7 +246,7 @@ class Matcher:
                 self._fail(seq, describe(kept), "agent_error")
                 return
             self.state.final = True
-            self.state.warnings = self._skipped_incidental()
+            self.state.warnings = self._route_warnings()
             return
         headline = None if wrong is None else (
             f"the agent called {wrong[0]}:{wrong[1]}; every successful run called it "
@@ -275,7 +289,7 @@ class Matcher:
                 "matched_at": self.matched_at, "start_ts": self.start_ts,
                 "outputs": self.outputs, "outputs_shown": self.outputs_shown,
                 "removed": {path: sorted(lines) for path, lines in self.removals.removed.items()},
-                "unseen": sorted(self.removals.unseen),
+                "unseen": sorted(self.removals.unseen), "reshaped": self.reshaped,
                 "baseline_files": self.builder.baseline_files,
                 "pending": [asdict(a) for a in self.builder.pending],
                 "previous_lines": None if self.builder.previous_lines is None else
@@ -292,6 +306,7 @@ class Matcher:
         matcher.outputs_shown = dict(data.get("outputs_shown", {}))
         matcher.removals.removed = {path: set(lines) for path, lines in data["removed"].items()}
         matcher.removals.unseen = set(data["unseen"])
+        matcher.reshaped = list(data["reshaped"])
         matcher.builder.baseline_files = data["baseline_files"]
         matcher.builder.pending = [Action(**a) for a in data["pending"]]
         previous = data.get("previous_lines")

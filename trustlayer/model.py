@@ -101,7 +101,8 @@ class Model:
     SUCCESS), a model holds what is evidence of the goal (:mod:`trustlayer.evidence`):
     ``accepting`` (states where successful runs ended), ``ending`` (all their last states
     as one state, for ends that share a shape), ``incidental`` (milestones that were a
-    habit: skipped with a warning), ``required_outputs`` (tool calls every successful run
+    habit: skipped with a warning), ``transient`` (milestones that are a tool's report on
+the finished work, met in another shape too), ``required_outputs`` (tool calls every successful run
     made with one value), ``required_removals`` (code lines every successful run removed,
 :mod:`trustlayer.edits`) and ``warnings`` (what the learner noticed for a person to check).
     ``soft`` holds the essential states a run may skip: interruptions and incidental ones.
@@ -124,6 +125,7 @@ class Model:
     accepting: list[str] = field(default_factory=list)
     ending: ModelState | None = None
     incidental: list[str] = field(default_factory=list)
+    transient: list[str] = field(default_factory=list)
     required_outputs: dict[str, str] = field(default_factory=dict)
     required_removals: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -152,6 +154,7 @@ class Model:
                 "settings": self.settings.to_json(), "segment_actions": self.segment_actions,
                 "convergence": self.convergence, "history": self.history,
                 "accepting": self.accepting, "incidental": self.incidental,
+                "transient": self.transient,
                 "ending": None if self.ending is None else self.ending.to_json(),
                 "required_outputs": self.required_outputs,
                 "required_removals": self.required_removals, "warnings": self.warnings}
@@ -177,7 +180,7 @@ class Model:
                        data["segment_actions"], data["convergence"], data.get("history", []),
                        data["accepting"],
                        None if data["ending"] is None else ModelState.from_json(data["ending"]),
-                       data["incidental"], data["required_outputs"],
+                       data["incidental"], data.get("transient", []), data["required_outputs"],
                        data.get("required_removals", {}), data["warnings"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None

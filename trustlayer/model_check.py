@@ -28,7 +28,8 @@ POSITIVE_SETTINGS = ("thumbnail_size", "max_image_pixels")
 TIMING_STATS = ("min", "median", "max", "n")
 STATE_KEYS = ("id", "name", "profile", "structural", "image_shas", "phashes", "thumbnails",
               "volatile_mask", "members")
-STATE_LISTS = ("essential", "negative", "convergence", "accepting", "incidental")
+STATE_LISTS = ("essential", "negative", "convergence", "accepting", "incidental",
+               "transient")
 
 
 def _fail(where: str, what: str, value: Any = MISSING) -> ModelError:

@@ -60,6 +60,24 @@ def word_tokens(line: str) -> frozenset[str]:
     return frozenset(t for t in words if len(t) >= 3 and t.isalpha())
 
 
+@lru_cache(maxsize=1 << 16)
+def shape_of(line: str) -> str:
+    """A canonical line or template with its numbers as wildcards and a run of one mark
+    as one mark (a progress bar): what a tool's report looks like whatever it counted.
+
+    >>> shape_of("X|45 passed , 5 skipped in <dur>"), shape_of("X|. . . . [ 35 % ]")
+    ('X|<*> passed , <*> skipped in <dur>', 'X|. [ <*> % ]')
+    """
+    prefix, body = _split(line)
+    shaped: list[str] = []
+    for token in body:
+        token = WILDCARD if token.isdigit() else token
+        if not (shaped and token == shaped[-1] and not token[:1].isalnum()
+                and token != WILDCARD):
+            shaped.append(token)
+    return _render(prefix, tuple(shaped))
+
+
 def _key(body: tuple[str, ...]) -> tuple[str, ...] | None:
     """The leading ``key:`` or ``key =`` of a line (at most MAX_KEY_TOKENS tokens, with a
     value after it), or None."""
