@@ -21,8 +21,9 @@ Each read from the training data, never from rules about one application:
   did. They never make a template salient (typed text that stays in the document is
   not such a line).
 * **required outputs**: tool calls every successful run made with one and the same value
-  (an answer reported, an id passed); a run making that call with another value did
-  something no successful run did.
+  and that the product did not answer (an answer reported); a run making that call with
+  another value did something no successful run did. A call the product answered (a
+  command run, a page asked for) is a request: another one may ask the same another way.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from typing import Mapping, Sequence
 from trustlayer.canonical import PLACE_PREFIXES, content_lines
 from trustlayer.context import context_lines
 from trustlayer.steps import Step
-from trustlayer.traces import Action, Run
+from trustlayer.traces import Action, Observation, Run
 
 Path = Sequence[tuple[str, Step]]  # a run's (model state id, step) in order
 OUTPUT_ACTION_TYPES = ("tool", "api")
@@ -110,18 +111,39 @@ def output_call(action: Action) -> str:
     return f"{action.type}:{action.target or ''}"
 
 
+def _shown(observation: Observation) -> tuple:
+    return (observation.text, observation.a11y, observation.url, observation.title,
+            observation.files)
+
+
 def _output_calls(run: Run) -> dict[str, set[str]]:
+    """The run's tool calls that the product did not answer (the next state shows what
+    the one before it showed, or none follows): what the agent reported, not a request
+    such as a command it ran."""
     calls: dict[str, set[str]] = {}
-    for event in run.events:
-        action = event.action if event.kind == "action" else None
-        if action is not None and action.type in OUTPUT_ACTION_TYPES and action.value is not None:
+    shown, pending = None, []
+
+    def keep(actions: list[Action]) -> None:
+        for action in actions:
             calls.setdefault(output_call(action), set()).add(action.value)
+
+    for event in run.events:
+        if event.kind == "action" and event.action.type in OUTPUT_ACTION_TYPES \
+                and event.action.value is not None:
+            pending.append(event.action)
+        elif event.kind == "state":
+            now = _shown(event.observation)
+            if now == shown:
+                keep(pending)
+            shown, pending = now, []
+    keep(pending)
     return calls
 
 
 def required_outputs(runs: Sequence[Run]) -> dict[str, str]:
     """``"type:target" -> value`` for tool calls that every successful run made, always
-    with the same value (with two runs or more; a call after the last state counts)."""
+    with the same value, and that the product did not answer (with two runs or more; a
+    call after the last state counts): an answer reported, not a command run."""
     if len(runs) < 2:
         return {}
     per_run = [_output_calls(run) for run in runs]
