@@ -11,7 +11,9 @@ dict in tests). For each run it
   fills (at most ``reorder_window`` events / ``max_held_bytes``, and ``reorder_timeout``
   seconds; then the run fails with the reason "events missing");
 - emits a verdict only when the run's status (or finality) changes;
-- sends bad records to the dead-letter list with a reason (:func:`dlq_reason`) and goes on.
+- sends bad records to the dead-letter list with a reason (:mod:`stream.deadletter`) and
+  goes on; so do events of a run after its end (``after_end``): a final verdict is never
+  changed or re-opened.
 
 Crash safety (at-least-once). The worker commits a source offset only after everything sent
 while processing it was delivered (Faust flushes the producer before committing). After a
@@ -23,7 +25,6 @@ outbox in the store before they are sent, and sent again after a restart until c
 """
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import time
@@ -39,40 +40,11 @@ from trustlayer.matcher import FAILED, Matcher, Status
 from trustlayer.model import Model
 from trustlayer.traces import EVENT_KINDS, TraceError, parse_event
 
+from stream.deadletter import REASONS, Rejected, cut, dead_letter, decode_event, dlq_reason
 from stream.refine import is_success
 from stream.registry import ModelRegistry
 
 log = logging.getLogger(__name__)
-
-#: DLQ reasons (the ``reason`` label of ``trustlayer_dlq_records_total``), by what the
-#: core's TraceError says.
-DLQ_REASONS = {
-    "malformed_json": ("not valid JSON",),
-    "image_too_large": ("over the limit of", "decompression bomb"),
-    "bad_image": ("is not a PNG", "not PNG, JPEG or WebP", "data URI", "screenshot must be"),
-    "path_outside_dir": ("leaves the trace directory", "no image directory is allowed"),
-    "image_not_found": ("screenshot file not found",),
-}
-OTHER_REASONS = ("wrong_schema", "wrong_key", "no_model", "wrong_task")
-#: Bytes of a bad record's value kept in its DLQ record (the rest is cut, with a flag).
-DLQ_VALUE_MAX = 4 * 1024 * 1024
-
-
-def dlq_reason(message: str) -> str:
-    """The DLQ reason for a :class:`TraceError` message (``wrong_schema`` by default).
-
-    >>> dlq_reason("<stream>: not valid JSON (Expecting value: line 1 column 1 (char 0))")
-    'malformed_json'
-    >>> dlq_reason("x: screenshot data URI has 9000x9000 pixels, over the limit of 40000000")
-    'image_too_large'
-    >>> dlq_reason("x: missing required field 'seq'")
-    'wrong_schema'
-    """
-    for reason, phrases in DLQ_REASONS.items():
-        if any(phrase in message for phrase in phrases):
-            return reason
-    return "wrong_schema"
-
 
 @dataclass
 class WorkerSettings:
@@ -132,7 +104,7 @@ class Metrics:
                               registry=r)
         for action in ("resumed", "restarted"):
             self.stalls.labels(action)
-        for reason in [*DLQ_REASONS, *OTHER_REASONS]:
+        for reason in REASONS:
             self.dlq.labels(reason)
         self._versions: dict[str, int] = {}
 
@@ -239,14 +211,21 @@ class DictStore(dict):
             self[key] = value
 
 
+#: Characters of a verdict's reason and of each warning at most (a reason may quote what a
+#: run showed, and a hostile run can show megabytes; the verdicts topic takes 1 MB records).
+REASON_MAX = 2000
+
+
 def verdict_json(status: Status, verdict_ts: float | None) -> dict[str, Any]:
     """A verdict as published on ``trustlayer.verdicts``."""
+    reason = None if status.reason is None else cut(status.reason, REASON_MAX)
     return {"run_id": status.run_id, "task": status.task, "model_version": status.model_version,
-            "status": status.status, "reason": status.reason, "cause": status.cause,
+            "status": status.status, "reason": reason, "cause": status.cause,
             "coverage": status.coverage, "matched": list(status.matched),
             "missing": list(status.missing), "detected_at_seq": status.detected_at_seq,
             "event_ts": status.event_ts, "verdict_ts": verdict_ts, "final": status.final,
-            "verdict": status.verdict, "warnings": list(status.warnings),
+            "verdict": status.verdict,
+            "warnings": [cut(warning, REASON_MAX) for warning in status.warnings],
             "llm_calls": status.llm_calls, "unknown_states": status.unknown_states}
 
 
@@ -290,50 +269,52 @@ class StreamProcessor:
 
     def process(self, key: bytes | None, value: bytes | None, source: Source,
                 out: Output | None = None) -> Output:
-        """Process one record (not yet written to the store: see :meth:`flush`)."""
+        """Process one record (not yet written to the store: see :meth:`flush`). A record
+        the worker fails on goes to the DLQ as ``internal_error`` (logged with its
+        traceback): one record never stops the others."""
         out = out if out is not None else Output()
         where = f"{source.topic}[{source.partition}]@{source.offset}"
         try:
-            obj = json.loads(value or b"")
-        except (ValueError, UnicodeDecodeError) as exc:
-            return self._dead(out, key, value, source, "malformed_json",
-                              f"{where}: not valid JSON ({exc})")
-        task = obj.get("task") if isinstance(obj, dict) else None
-        model = self.registry.latest(task) if isinstance(task, str) else None
-        try:
-            event = parse_event(obj, source=where, base_dir=self.settings.images_dir,
-                                settings=model.settings if model else None)
-        except TraceError as exc:
-            return self._dead(out, key, value, source, dlq_reason(exc.message), str(exc))
-        run_key = None if key is None else key.decode("utf-8", "replace")
-        if run_key != event.run_id:
-            return self._dead(out, key, value, source, "wrong_key",
-                              f"{where}: record key {run_key!r} is not the event's run_id "
-                              f"{event.run_id!r} (a run's events must share a partition)")
+            self._process(key, value, source, where, out)
+        except Rejected as exc:
+            self._dead(out, key, value, source, exc.reason, exc.message)
+        except Exception as exc:  # noqa: BLE001 - a bug must not stop the other runs
+            log.exception("%s: failed on the record", where)
+            self._dead(out, key, value, source, "internal_error",
+                       f"{where}: the worker failed on the record ({type(exc).__name__}: "
+                       f"{exc})")
+        return out
+
+    def _process(self, key: bytes | None, value: bytes | None, source: Source, where: str,
+                 out: Output) -> None:
+        decoded = decode_event(key, value, where, self.registry, self.settings.images_dir)
+        event, model = decoded.event, decoded.model
         rec = self._record(event.run_id)
         if rec is None:
             if model is None:
-                return self._dead(out, key, value, source, "no_model",
-                                  f"{where}: no model for task {event.task!r}")
+                raise Rejected("no_model", f"{where}: no model for task {event.task!r}")
             rec = RunRecord(event.run_id, event.task, model.version, source.partition)
             self.cache[rec.run_id] = rec
         elif source.partition == rec.partition and source.offset <= rec.last_offset:
             # processed before a restart: send again, unchanged, what it caused then
             out.verdicts += [(rec.run_id, item["record"]) for item in rec.sent
                              if item["trigger"] == source.offset]
-            return out
+            return
         if event.task != rec.task:
-            return self._dead(out, key, value, source, "wrong_task",
-                              f"{where}: task {event.task!r} differs from the run's task "
-                              f"{rec.task!r}")
+            raise Rejected("wrong_task", f"{where}: task {event.task!r} differs from the run's "
+                           f"task {rec.task!r}")
         if event.seq < rec.next_seq or str(event.seq) in rec.held:
-            return out  # a duplicate (run_id, seq): ignored
+            return  # a duplicate (run_id, seq): ignored
+        if rec.ended:
+            raise Rejected("after_end", f"{where}: run {rec.run_id!r} ended before seq "
+                           f"{event.seq} (its verdict is final)")
         rec.last_offset = source.offset
         self.dirty.add(rec.run_id)
         if event.seq > rec.next_seq:
-            return self._hold(rec, obj, len(value or b""), event, source, out)
+            self._hold(rec, decoded.obj, len(value or b""), event, source, out)
+            return
         self._feed(rec, event, source.offset, source.timestamp, out, trigger=source.offset)
-        while str(rec.next_seq) in rec.held:
+        while not rec.ended and str(rec.next_seq) in rec.held:
             held = rec.held.pop(str(rec.next_seq))
             try:
                 early = parse_event(held["event"], source=where, base_dir=self.settings.images_dir,
@@ -345,7 +326,8 @@ class StreamProcessor:
                                      f"seq {rec.next_seq} could not be read again")
                 break
             self._feed(rec, early, held["offset"], held["pub"], out, trigger=source.offset)
-        return out
+        if rec.ended:
+            self._after_end(rec, out, source.topic)
 
     def flush(self) -> None:
         """Write every run changed since the last flush to the store."""
@@ -572,23 +554,20 @@ class StreamProcessor:
         rec.closed_at = pub if pub is not None else rec.closed_at
         self.dirty.add(rec.run_id)
 
+    def _after_end(self, rec: RunRecord, out: Output, topic: str) -> None:
+        """Events held for a run that has ended go to the DLQ (``after_end``)."""
+        for seq, held in sorted(rec.held.items(), key=lambda item: int(item[0])):
+            source = Source(rec.partition, held["offset"], held["pub"], topic)
+            self._dead(out, rec.run_id.encode(), json.dumps(held["event"]).encode(), source,
+                       "after_end", f"{topic}[{rec.partition}]@{held['offset']}: run "
+                       f"{rec.run_id!r} ended before seq {seq} (its verdict is final)")
+        rec.held = {}
+
     def _dead(self, out: Output, key: bytes | None, value: bytes | None, source: Source,
               reason: str, error: str) -> Output:
         self.metrics.dlq.labels(reason).inc()
-        record: dict[str, Any] = {"reason": reason, "error": error, "topic": source.topic,
-                                  "partition": source.partition, "offset": source.offset,
-                                  "timestamp": source.timestamp,
-                                  "key": None if key is None else key.decode("utf-8", "replace")}
-        value = value or b""
-        if len(value) > DLQ_VALUE_MAX:  # the DLQ record must fit the topic's limit
-            record["value_bytes"], value = len(value), value[:DLQ_VALUE_MAX]
-            record["value_truncated"] = True
-        try:
-            record["value"] = value.decode("utf-8")
-        except UnicodeDecodeError:
-            record["value_base64"] = base64.b64encode(value).decode("ascii")
-        out.dlq.append((key, record))
-        log.info("DLQ %s: %s", reason, error)
+        out.dlq.append((key, dead_letter(key, value, source, reason, error)))
+        log.info("DLQ %s: %s", reason, error[:500])
         return out
 
     def _export_open_runs(self) -> None:

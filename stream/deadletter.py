@@ -1,0 +1,163 @@
+"""Reading one record of ``trustlayer.events`` safely, and the dead-letter records of those
+that do not read.
+
+:func:`decode_event` turns any ``(key, value)`` pair of bytes into an event or a
+:class:`Rejected` with a DLQ reason and a message naming the record (topic, partition,
+offset); it never raises anything else, whatever the bytes (invalid UTF-8, JSON nested
+10,000 deep, a 400-digit ``ts``, ``NaN``, a list instead of an object).
+:func:`dead_letter` is what the worker publishes to ``trustlayer.events.dlq`` for it.
+
+The reasons (the ``reason`` label of ``trustlayer_dlq_records_total``):
+
+=================  ===========================================================================
+malformed_json     not JSON, not UTF-8, or a number of over 4,300 digits
+too_deep           JSON nested deeper than the trace format allows
+wrong_schema       JSON, but not a trace event (a field missing, of the wrong type, ...)
+image_too_large    a screenshot over the pixel limit (or a decompression bomb)
+bad_image          a screenshot that is not a PNG, JPEG or WebP image
+path_outside_dir   a screenshot path outside the worker's ``--images`` directory
+image_not_found    a screenshot path that names no file
+wrong_key          the record's key is not the event's ``run_id``
+no_model           no model for the event's task
+wrong_task         the event's task is not the task its run started with
+after_end          an event of a run whose end was already judged (its verdict is final)
+unsigned_model     a ``trustlayer.models`` record without a signature
+bad_signature      a ``trustlayer.models`` record signed with another key
+bad_model          a ``trustlayer.models`` record that is not a valid model
+internal_error     the worker failed on the record (a bug: it is logged with its traceback)
+=================  ===========================================================================
+"""
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from trustlayer.model import Model
+from trustlayer.traces import MAX_NESTING, Event, TraceError, parse_event
+
+#: DLQ reasons by what the core's TraceError says (the first that matches).
+CORE_REASONS = {
+    "malformed_json": ("not valid JSON",),
+    "too_deep": ("nested deeper than",),
+    "image_too_large": ("over the limit of", "decompression bomb"),
+    "bad_image": ("is not a PNG", "not PNG, JPEG or WebP", "data URI", "screenshot must be"),
+    "path_outside_dir": ("leaves the trace directory", "no image directory is allowed"),
+    "image_not_found": ("screenshot file not found",),
+}
+OTHER_REASONS = ("wrong_schema", "wrong_key", "no_model", "wrong_task", "after_end",
+                 "unsigned_model", "bad_signature", "bad_model", "internal_error")
+#: Every DLQ reason.
+REASONS = (*CORE_REASONS, *OTHER_REASONS)
+#: Bytes of a bad record's value kept in its DLQ record (the rest is cut, with a flag): the
+#: DLQ record, value escaped as JSON or base64, stays under the topic's 10 MB limit.
+DLQ_VALUE_MAX = 1024 * 1024
+
+
+class Rejected(Exception):
+    """A record that goes to the dead-letter topic: why (one of :data:`REASONS`) and what."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason, self.message = reason, message
+
+
+class Models(Protocol):
+    """Where the model of a task is found (a :class:`~stream.registry.ModelRegistry`)."""
+
+    def latest(self, task: str) -> Model | None: ...
+
+
+@dataclass
+class Decoded:
+    """A record that reads as an event: the event, its JSON object, its task's newest model."""
+
+    event: Event
+    obj: dict
+    model: Model | None
+
+
+def dlq_reason(message: str) -> str:
+    """The DLQ reason for a :class:`TraceError` message (``wrong_schema`` by default).
+
+    >>> dlq_reason("<stream>: not valid JSON (Expecting value: line 1 column 1 (char 0))")
+    'malformed_json'
+    >>> dlq_reason("x: screenshot data URI has 9000x9000 pixels, over the limit of 40000000")
+    'image_too_large'
+    >>> dlq_reason("x: missing required field 'seq'")
+    'wrong_schema'
+    """
+    for reason, phrases in CORE_REASONS.items():
+        if any(phrase in message for phrase in phrases):
+            return reason
+    return "wrong_schema"
+
+
+def load_json(value: bytes | None, where: str) -> Any:
+    """`value` parsed as JSON; :class:`Rejected` for bytes that are not (RecursionError of
+    deep nesting and ValueError of huge numbers included)."""
+    try:
+        return json.loads(value or b"")
+    except RecursionError:
+        raise Rejected("too_deep", f"{where}: JSON nested deeper than {MAX_NESTING} levels") \
+            from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise Rejected("malformed_json", f"{where}: not valid JSON ({exc})") from None
+
+
+def decode_event(key: bytes | None, value: bytes | None, where: str, models: Models,
+                 images_dir: Any = None) -> Decoded:
+    """The event of one ``trustlayer.events`` record (key ``run_id``); `where` names the
+    record in messages. Raises :class:`Rejected` and nothing else for a bad record."""
+    obj = load_json(value, where)
+    if not isinstance(obj, dict):  # (parse_event would read a string as JSON text again)
+        raise Rejected("wrong_schema", f"{where}: an event must be a JSON object, not "
+                       f"{type(obj).__name__}")
+    task = obj.get("task")
+    model = models.latest(task) if isinstance(task, str) else None
+    try:
+        event = parse_event(obj, source=where, base_dir=images_dir,
+                            settings=model.settings if model else None)
+    except TraceError as exc:
+        raise Rejected(dlq_reason(exc.message), str(exc)) from None
+    run_key = None if key is None else key.decode("utf-8", "replace")
+    if run_key != event.run_id:
+        raise Rejected("wrong_key", f"{where}: record key {_short(run_key)} is not the event's "
+                       f"run_id {_short(event.run_id)} (a run's events must share a partition)")
+    return Decoded(event, obj, model)
+
+
+def dead_letter(key: bytes | None, value: bytes | None, source: Any, reason: str,
+                error: str) -> dict[str, Any]:
+    """The DLQ record of a refused record from `source` (topic, partition, offset,
+    timestamp): the reason, the message, and the value (text, else base64; cut at
+    :data:`DLQ_VALUE_MAX` bytes with ``value_truncated``)."""
+    record: dict[str, Any] = {"reason": reason, "error": cut(error, 2000),
+                              "topic": source.topic, "partition": source.partition,
+                              "offset": source.offset, "timestamp": source.timestamp,
+                              "key": None if key is None else cut(key.decode("utf-8", "replace"),
+                                                                   1000)}
+    value = value or b""
+    if len(value) > DLQ_VALUE_MAX:
+        record["value_bytes"], value = len(value), value[:DLQ_VALUE_MAX]
+        record["value_truncated"] = True
+    try:
+        record["value"] = value.decode("utf-8")
+    except UnicodeDecodeError:
+        record["value_base64"] = base64.b64encode(value).decode("ascii")
+    return record
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters (a hostile key or message can be megabytes).
+
+    >>> cut("abcdef", 3)
+    'abc... (6 characters)'
+    """
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _short(text: str | None, limit: int = 200) -> str:
+    """`text` quoted for a message, cut to about `limit` characters."""
+    return repr(text) if text is None else cut(repr(text), limit)
