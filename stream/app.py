@@ -9,7 +9,8 @@ plain logic of :mod:`stream.worker`, :mod:`stream.registry` and :mod:`stream.ref
 - timer ``tick``: deadlines and reorder timeouts of silent runs; its verdicts are stored in
   the run's outbox and delivered before they are sent, then confirmed.
 - task ``follow_models``: every ``trustlayer.models`` record (all partitions, from the start,
-  no consumer group: every worker needs every model), plus the model files of ``--models``.
+  no consumer group: every worker needs every model) signed with the worker's key
+  (:mod:`stream.signing`; any other goes to the DLQ), plus the model files of ``--models``.
 - agent ``refine`` over ``<app_id>-finished-runs`` (key task, so one worker refines a task):
   reads a finished run's events back from ``trustlayer.events`` by offset, merges it
   (:class:`~stream.refine.Refiner` in a thread, learning in a child process:
@@ -37,12 +38,13 @@ import faust
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from trustlayer.model import ModelError
 from trustlayer.traces import Run, TraceError, run_of_events
 
+from stream.deadletter import Rejected, dead_letter
 from stream.offload import LearnPool
 from stream.refine import Refiner
-from stream.registry import ModelRegistry, decode_model, encode_model, training_set
+from stream.registry import ModelRegistry, encode_model, training_set
+from stream.signing import model_key, signed_headers, verified_model
 from stream.stall import RESTART, STALLED, StallGuard
 from stream.supervise import RESTART as EXIT_RESTART
 from stream.topics import (MAX_MESSAGE_BYTES, RUNS_TABLE, TRAINING_TABLE, TopicNames,
@@ -172,6 +174,7 @@ class Runtime:
 
     def __init__(self, cfg: WorkerConfig, table: Any, training: Any):
         self.cfg = cfg
+        self.model_key = model_key()
         self.registry = ModelRegistry()
         self.metrics = Metrics()
         self.store = TableStore(table)
@@ -327,10 +330,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
                 batches = await consumer.getmany(timeout_ms=200)
                 for records in batches.values():
                     for record in records:
-                        try:
-                            rt.registry.add(decode_model(record.value))
-                        except ModelError as exc:
-                            log.warning("models topic offset %d: %s", record.offset, exc)
+                        await adopt_model_record(record)
                 if not rt.ready.is_set() and all(
                         [await consumer.position(tp) >= end[tp] for tp in tps]):
                     await adopt_model_files()
@@ -340,6 +340,24 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
                         for task in rt.registry.tasks()) or "none")
         finally:
             await consumer.stop()
+
+    async def adopt_model_record(record: Any) -> None:
+        """Use a model record signed with the worker's key; refuse any other to the DLQ
+        (the previous model stays in use)."""
+        try:
+            rt.registry.add(verified_model(record, rt.model_key))
+            return
+        except Rejected as exc:
+            reason, error = exc.reason, exc.message
+        except Exception as exc:  # noqa: BLE001 - one record must not stop the worker
+            log.exception("models record at offset %d: failed on it", record.offset)
+            reason, error = "bad_model", f"offset {record.offset}: not a usable model ({exc!r})"
+        log.warning("model record refused (%s): %s", reason, error[:500])
+        rt.metrics.dlq.labels(reason).inc()
+        source = Source(record.partition, record.offset, (record.timestamp or 0) / 1000,
+                        record.topic)
+        await dlq.send(key=record.key, value=json.dumps(
+            dead_letter(record.key, record.value, source, reason, error)).encode())
 
     async def adopt_model_files() -> None:
         for model in model_files:
@@ -356,7 +374,9 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
                             ", ".join(unseeded))
 
     async def publish_model(model: Any) -> None:
-        await models.send(key=model.task.encode(), value=encode_model(model), force=True)
+        value = encode_model(model)
+        await models.send(key=model.task.encode(), value=value,
+                          headers=signed_headers(value, rt.model_key), force=True)
         rt.registry.add(model)
         log.info("published %s version %d", model.task, model.version)
 

@@ -177,9 +177,11 @@ async def read_models(bootstrap: str, topic: str):
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     from stream.app import topic_partitions
-    from stream.registry import ModelRegistry, decode_model
+    from stream.deadletter import Rejected
+    from stream.registry import ModelRegistry
+    from stream.signing import model_key, verified_model
 
-    registry = ModelRegistry()
+    registry, key = ModelRegistry(), model_key()
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
                                 max_partition_fetch_bytes=MAX_MESSAGE_BYTES + 2 ** 20)
     await consumer.start()
@@ -194,7 +196,11 @@ async def read_models(bootstrap: str, topic: str):
         while any([await consumer.position(tp) < end[tp] for tp in tps]):
             for records in (await consumer.getmany(timeout_ms=500)).values():
                 for record in records:
-                    registry.add(decode_model(record.value))
+                    try:
+                        registry.add(verified_model(record, key))
+                    except Rejected as exc:
+                        print(f"trustlayer models: refused ({exc.reason}): {exc.message[:300]}",
+                              file=sys.stderr)
     finally:
         await consumer.stop()
     return registry
@@ -204,12 +210,15 @@ async def publish_model(bootstrap: str, topic: str, model) -> None:
     from aiokafka import AIOKafkaProducer
 
     from stream.registry import encode_model
+    from stream.signing import model_key, signed_headers
 
+    value = encode_model(model)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
                                 max_request_size=MAX_MESSAGE_BYTES + 2 ** 20)
     await producer.start()
     try:
-        await producer.send_and_wait(topic, key=model.task.encode(), value=encode_model(model))
+        await producer.send_and_wait(topic, key=model.task.encode(), value=value,
+                                     headers=signed_headers(value, model_key()))
     finally:
         await producer.stop()
 

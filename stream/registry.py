@@ -43,7 +43,9 @@ def decode_model(value: bytes | str) -> Model:
     """Inverse of :func:`encode_model`; raises :class:`ModelError` for anything else."""
     try:
         data = json.loads(value)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except RecursionError:
+        raise ModelError("not a model: JSON nested too deep") from None
+    except ValueError as exc:  # bad JSON or UTF-8, a number of over 4,300 digits
         raise ModelError(f"not a JSON model ({exc})") from None
     if not isinstance(data, dict):
         raise ModelError("not a trustlayer model")

@@ -265,6 +265,27 @@ def publish_events(bootstrap: str, topic: str, events: Iterable[dict]) -> None:
     produce(bootstrap, topic, [(e["run_id"].encode(), json.dumps(e).encode()) for e in events])
 
 
+def setup(kafka, tmp_path: Path):
+    """Fresh topics (a new prefix) on `kafka` and a models directory holding model():
+    (prefix, topic names, models directory)."""
+    from stream.cli import topic_names
+    from stream.topics import ensure_topics
+
+    prefix = unique("t")
+    topics = topic_names(prefix)
+    ensure_topics(kafka.bootstrap, topics)
+    models = tmp_path / "models"
+    models.mkdir(exist_ok=True)
+    model().save(models / f"{model().task}.json")
+    return prefix, topics, models
+
+
+def all_final(runs: Iterable[list[dict]]) -> Callable[[list], bool]:
+    """`until` for :func:`await_topic`: every run of `runs` has a final verdict."""
+    wanted = {run[0]["run_id"] for run in runs}
+    return lambda values: wanted <= {v["run_id"] for v in values if v.get("final")}
+
+
 def final_by_run(values: list[dict]) -> dict[str, set[str]]:
     """Distinct final verdicts per run (as canonical JSON)."""
     out: dict[str, set[str]] = {}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,11 @@ if str(REPO_ROOT) not in sys.path:  # the repo's `stream` package, also when not
     sys.path.insert(0, str(REPO_ROOT))
 
 from stream.broker import EmbeddedKafka, KafkaLibsMissing  # noqa: E402
+from stream.signing import STATE_ENV  # noqa: E402
+
+# the model key file the workers, the demo and the tests share (stream.signing), made in a
+# fresh state directory rather than the user's
+os.environ.setdefault(STATE_ENV, tempfile.mkdtemp(prefix="trustlayer-state-"))
 
 
 @pytest.fixture(scope="session")

@@ -14,11 +14,9 @@ import time
 import urllib.request
 
 from stream.broker import free_port
-from stream.cli import topic_names
-from stream.topics import ensure_topics
-from streamkit import (EXAMPLES, TEST, TRAIN, CpuHogs, Worker, await_topic, bad_records,
-                       batch_verdicts, example_events, final_by_run, interleave, model, produce,
-                       publish_events, read_topic, renamed, unique)
+from streamkit import (EXAMPLES, TEST, TRAIN, CpuHogs, Worker, all_final, await_topic,
+                       bad_records, batch_verdicts, example_events, final_by_run, interleave,
+                       model, produce, publish_events, read_topic, renamed, setup, unique)
 
 TIMER_REASONS = ("not reached within", "lasted", "events missing")
 
@@ -26,16 +24,6 @@ TIMER_REASONS = ("not reached within", "lasted", "events missing")
 def trustlayer(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "trustlayer.cli", *args], capture_output=True,
                           text=True, timeout=timeout)
-
-
-def setup(kafka, tmp_path):
-    prefix = unique("t")
-    topics = topic_names(prefix)
-    ensure_topics(kafka.bootstrap, topics)
-    models = tmp_path / "models"
-    models.mkdir(exist_ok=True)
-    model().save(models / f"{model().task}.json")
-    return prefix, topics, models
 
 
 def copies(n: int, prefix: str) -> list[list[dict]]:
@@ -65,11 +53,6 @@ def check_finals(values: list[dict], runs: list[list[dict]]) -> None:
             expected = batch_verdicts()[original]
             assert (record["verdict"], record["reason"], record["cause"]) == \
                 (expected["verdict"], expected["reason"], expected["cause"]), run_id
-
-
-def all_final(runs):
-    wanted = {run[0]["run_id"] for run in runs}
-    return lambda values: wanted <= {v["run_id"] for v in values if v.get("final")}
 
 
 def all_seen(runs):
