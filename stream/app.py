@@ -70,6 +70,7 @@ class WorkerConfig:
     settings: WorkerSettings = field(default_factory=WorkerSettings)
     drop_after: int | None = None
     metrics_port: int = 9108
+    metrics_addr: str = "127.0.0.1"
     session_timeout: float = 10.0
     heartbeat_interval: float = 1.0
     commit_interval: float = 1.0
@@ -568,7 +569,7 @@ def run_worker(cfg: WorkerConfig, loglevel: str = "warning", stalls: int = 0) ->
     if cfg.settings.refine and cfg.train_dirs:
         rt.learner.start()  # from this (the main) thread: the child dies with the worker
     if cfg.metrics_port:
-        rt.metrics.serve(cfg.metrics_port)
+        rt.metrics.serve(cfg.metrics_port, cfg.metrics_addr)
     # Faust's own terminal output (spinner, banner) goes to stderr: stdout carries the
     # "trustlayer worker ready" lines that the demo and the tests wait for.
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False,

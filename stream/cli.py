@@ -78,7 +78,8 @@ def worker_config(args: argparse.Namespace):
         bootstrap=args.broker, app_id=args.app_id, topics=topic_names(args.topics),
         partitions=args.partitions, models_dir=Path(args.models) if args.models else None,
         train_dirs=[Path(d) for d in args.train], settings=settings, drop_after=args.drop_after,
-        metrics_port=args.metrics_port, session_timeout=args.session_timeout,
+        metrics_port=args.metrics_port, metrics_addr=args.metrics_addr,
+        session_timeout=args.session_timeout,
         instance_id=args.instance_id, stall_restart=args.stall_restart,
         heartbeat_interval=min(1.0, args.session_timeout / 4), tick_interval=args.tick)
 
@@ -312,6 +313,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="seconds a missing event is waited for (default 30)")
     p.add_argument("--metrics-port", type=int, default=9108,
                    help="Prometheus /metrics port (default 9108, 0: off)")
+    p.add_argument("--metrics-addr", metavar="ADDR",
+                   default=os.environ.get("TRUSTLAYER_METRICS_ADDR", "127.0.0.1"),
+                   help="address /metrics listens on (default $TRUSTLAYER_METRICS_ADDR or "
+                   "127.0.0.1: this machine only; 0.0.0.0: every interface)")
     p.add_argument("--session-timeout", type=float, default=10.0, metavar="S",
                    help="Kafka group session timeout (default 10 s)")
     p.add_argument("--instance-id", metavar="ID",

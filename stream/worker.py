@@ -129,9 +129,11 @@ class Metrics:
             self.failures.labels(status.task, status.missing[0] if status.missing else "none").inc()
             self.causes.labels(status.task, status.cause or "unknown").inc()
 
-    def serve(self, port: int, addr: str = "0.0.0.0") -> None:
-        """``/metrics`` over HTTP on `port` (prometheus-client's own server thread)."""
-        start_http_server(port, addr=addr, registry=self.registry)
+    def serve(self, port: int, addr: str = "127.0.0.1") -> tuple[str, int]:
+        """``/metrics`` over HTTP on `addr`:`port` (prometheus-client's own server thread);
+        this machine only unless told otherwise. Returns the address it listens on."""
+        server, _ = start_http_server(port, addr=addr, registry=self.registry)
+        return server.server_address[:2]
 
 
 @dataclass

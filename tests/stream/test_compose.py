@@ -85,8 +85,54 @@ def test_worker_builds_from_deploy_dockerfile_and_needs_kafka(compose):
     assert 'pip install ".[stream]"' in dockerfile
     assert "trustlayer worker --broker kafka:9092 --models /models" in " ".join(worker["command"])
     assert "kafka" in worker["depends_on"]
-    assert "9108:9108" in worker["ports"]
+    assert "127.0.0.1:9108:9108" in worker["ports"]
     assert "/models" in mounts(worker)
+
+
+def test_every_published_port_is_on_the_hosts_loopback_only(compose):
+    published = [(name, port) for name, service in compose["services"].items()
+                 for port in service.get("ports", [])]
+    assert {name for name, _ in published} == {"kafka", "worker", "prometheus", "grafana"}
+    for name, port in published:
+        assert str(port).startswith("127.0.0.1:"), f"{name}: {port} is open to the network"
+
+
+def test_prometheus_cannot_be_stopped_or_reconfigured_over_http(compose):
+    command = compose["services"]["prometheus"]["command"]
+    assert not any(arg.startswith(("--web.enable-lifecycle", "--web.enable-admin-api"))
+                   for arg in command), command
+
+
+def test_grafana_shows_the_dashboard_read_only_and_has_no_default_admin(compose):
+    grafana = compose["services"]["grafana"]["environment"]
+    env = {k.lower(): str(v).lower() for k, v in grafana.items()}
+    assert env["gf_auth_anonymous_enabled"] == "true"
+    assert env["gf_auth_anonymous_org_role"] == "viewer"
+    assert env["gf_auth_disable_login_form"] == "true" and env["gf_auth_disable_login"] == "true"
+    assert env["gf_auth_basic_enabled"] == "false" and env["gf_users_allow_sign_up"] == "false"
+    assert "gf_security_admin_password" not in env  # no admin/admin to log in with
+
+
+def test_the_worker_signs_models_with_a_key_kept_in_a_volume(compose):
+    worker = compose["services"]["worker"]
+    assert worker["environment"]["TRUSTLAYER_STATE_DIR"] == "/state"
+    assert worker["environment"]["TRUSTLAYER_MODEL_KEY"] == "${TRUSTLAYER_MODEL_KEY:-}"
+    assert "state:/state" in worker["volumes"] and "state" in compose["volumes"]
+    dockerfile = (ROOT / worker["build"]["dockerfile"]).read_text()
+    assert "chown trustlayer /models /state" in dockerfile
+
+
+def test_worker_metrics_listen_on_loopback_unless_told(monkeypatch):
+    from stream.cli import worker_config
+    from stream.worker import Metrics
+    from trustlayer.cli import build_parser
+
+    monkeypatch.delenv("TRUSTLAYER_METRICS_ADDR", raising=False)
+    args = build_parser().parse_args(["worker"])
+    assert worker_config(args).metrics_addr == "127.0.0.1"
+    assert Metrics().serve(free_port())[0] == "127.0.0.1"
+    monkeypatch.setenv("TRUSTLAYER_METRICS_ADDR", "0.0.0.0")
+    assert worker_config(build_parser().parse_args(["worker"])).metrics_addr == "0.0.0.0"
 
 
 def test_prometheus_mounts_rules_and_scrapes_the_worker(compose):
