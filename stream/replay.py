@@ -48,16 +48,13 @@ def read_events(paths: Sequence[str | Path], screenshots: str = "inline") -> lis
     """The events of every run under `paths`, as JSON objects, one list per run, with their
     screenshots as `screenshots` says (a key of SCREENSHOT_MODES).
 
-    Each file is first read with :func:`trustlayer.traces.read_run`, so a bad trace fails
-    here with its file and line (:class:`~trustlayer.traces.TraceError`), not in the worker.
+    Each file is read with :func:`trustlayer.traces.read_run` (lines end at ``\n`` only, so
+    a raw U+2028 inside a string stays in it), so a bad trace fails here with its file and
+    line (:class:`~trustlayer.traces.TraceError`), not in the worker.
     """
     convert = SCREENSHOT_MODES[screenshots]
-    runs = []
-    for path in trace_files(paths):
-        read_run(path)
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        runs.append([convert(json.loads(line), path.parent) for line in lines])
-    return runs
+    return [[convert(event.raw, path.parent) for event in read_run(path).events]
+            for path in trace_files(paths)]
 
 
 def schedule(runs: Iterable[list[dict]], speed: float = 1.0,

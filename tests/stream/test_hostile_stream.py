@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from stream.deadletter import REASONS, Rejected, dead_letter, decode_event
 from stream.registry import ModelRegistry
+from stream.replay import read_events
 from stream.worker import DictStore, Source, StreamProcessor, WorkerSettings
-from streamkit import as_records, batch_verdicts, example_events, finals, interleave, model, renamed
+from streamkit import (TEST, as_records, batch_verdicts, example_events, finals, interleave, model,
+                       renamed)
 
 TASK = model().task
 
@@ -144,3 +147,18 @@ def test_any_record_decodes_to_an_event_or_a_clear_dlq_reason(key, value):
         json.dumps(record)  # the DLQ record is JSON
     else:
         assert decoded.event.run_id == key.decode()
+
+
+def test_replay_keeps_a_raw_line_separator_inside_a_string(tmp_path):
+    source = sorted(TEST.glob("*.jsonl"))[0]
+    events = [json.loads(line) for line in source.read_text().split("\n") if line.strip()]
+    state = next(e for e in events if e["kind"] == "state")
+    state["observation"]["text"] = "first\u2028second\u2029third\x85fourth"
+    trace = tmp_path / source.name
+    trace.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events),
+                     encoding="utf-8")
+    assert "\u2028" in trace.read_text(encoding="utf-8")  # raw, not escaped
+    shutil.copytree(TEST / "shots", tmp_path / "shots")
+    [run] = read_events([trace], "path")
+    assert len(run) == len(events)
+    assert run[state["seq"]]["observation"]["text"] == "first\u2028second\u2029third\x85fourth"
