@@ -6,9 +6,12 @@ on the machine's Java (17+)::
     with EmbeddedKafka() as kafka:
         print(kafka.bootstrap)        # "127.0.0.1:PORT"
 
-Each instance gets a fresh temporary directory (server.properties, log4j2 config, data, log),
-free ports on 127.0.0.1 and a fresh cluster id, and is stopped by its PID (SIGTERM, then
-SIGKILL after a timeout). The code speaks plain Kafka protocol only.
+Each instance gets a fresh temporary directory (server.properties, log4j2 config, data, log)
+or the `directory` it is given, free ports on 127.0.0.1, and is stopped by its PID (SIGTERM,
+then SIGKILL after a timeout). Storage already formatted there (``data/meta.properties``)
+is used again with its cluster id: a broker started on the directory of one that died has
+its topics and records. A given directory is never removed. The code speaks plain Kafka
+protocol only.
 """
 
 from __future__ import annotations
@@ -185,6 +188,7 @@ class EmbeddedKafka:
         log_level: str = "INFO",
         keep_dir: bool = False,
         port: int | None = None,
+        directory: str | os.PathLike[str] | None = None,
     ) -> None:
         self.libs = find_libs(libs)
         self.fixed_port = port
@@ -193,7 +197,8 @@ class EmbeddedKafka:
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.log_level = log_level
-        self.keep_dir = keep_dir
+        self.given_dir = Path(directory).resolve() if directory is not None else None
+        self.keep_dir = keep_dir or directory is not None
         self.host = "127.0.0.1"
         self.port: int | None = None
         self.controller_port: int | None = None
@@ -217,20 +222,32 @@ class EmbeddedKafka:
     def log_file(self) -> Path | None:
         return self.dir / "broker.log" if self.dir else None
 
+    @property
+    def data(self) -> Path:
+        """The broker's storage (``log.dirs``)."""
+        if self.dir is None:
+            raise RuntimeError("broker not started")
+        return self.dir / "data"
+
     def start(self) -> "EmbeddedKafka":
         if self.proc is not None:
             raise RuntimeError("broker already started")
         t0 = time.monotonic()
-        self.dir = Path(tempfile.mkdtemp(prefix="trustlayer-kafka-"))
+        if self.given_dir is not None:
+            self.given_dir.mkdir(parents=True, exist_ok=True)
+            self.dir = self.given_dir
+        else:
+            self.dir = Path(tempfile.mkdtemp(prefix="trustlayer-kafka-"))
         try:
-            for attempt in range(3):  # a free port can be taken between probe and bind: retry
+            for _ in range(3):  # a free port can be taken between probe and bind: retry
                 self.port, self.controller_port = self.fixed_port or free_port(), free_port()
                 while self.controller_port == self.port:
                     self.controller_port = free_port()
-                data = self.dir / f"data-{attempt}"
-                props = self._write_config(data)
-                self.cluster_id = new_cluster_id()
-                self._format(props)
+                props = self._write_config(self.data)
+                self.cluster_id = self._formatted_cluster_id()
+                if self.cluster_id is None:
+                    self.cluster_id = new_cluster_id()
+                    self._format(props)
                 self._launch(props)
                 if self._wait_ready(t0):
                     break
@@ -358,6 +375,17 @@ class EmbeddedKafka:
             *args,
         ]
 
+    def _formatted_cluster_id(self) -> str | None:
+        """The cluster id of storage formatted before in the data directory, or None."""
+        meta = self.data / "meta.properties"
+        if not meta.is_file():
+            return None
+        for line in meta.read_text().splitlines():
+            name, _, value = line.partition("=")
+            if name.strip() == "cluster.id" and value.strip():
+                return value.strip()
+        raise BrokerStartError(f"{meta} has no cluster.id: not a Kafka data directory")
+
     def _format(self, props: Path) -> None:
         assert self.cluster_id is not None
         cmd = self._java(STORAGE_TOOL_MAIN, "format", "-t", self.cluster_id, "-c", str(props))
@@ -422,12 +450,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="trustlayer broker", description=main.__doc__)
     parser.add_argument("--libs", help=f"broker jars (default: ${LIBS_ENV} or {DEFAULT_LIBS})")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (data, log) on exit")
+    parser.add_argument("--data", metavar="DIR",
+                        help="keep the broker's config, data and log in DIR (made if needed, "
+                        "never removed); a DIR used before is started again with its topics")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help=f"listen on 127.0.0.1:PORT (default {DEFAULT_PORT}, the other "
                         "commands' default; 0: a free port)")
     args = parser.parse_args(argv)
     try:
-        broker = EmbeddedKafka(args.libs, keep_dir=args.keep, port=args.port or None)
+        broker = EmbeddedKafka(args.libs, keep_dir=args.keep, port=args.port or None,
+                               directory=args.data)
     except KafkaLibsMissing as e:
         print(f"trustlayer broker: {e}", file=sys.stderr)
         return 2
@@ -446,10 +478,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bootstrap: {broker.bootstrap}  ({hint})", flush=True)
             print(f"pid: {broker.pid}", flush=True)
             print(f"log: {broker.log_file}", flush=True)
+            print(f"data: {broker.dir}", flush=True)
             print("Ctrl+C to stop", flush=True)
             while broker.proc is not None and broker.proc.poll() is None:
                 time.sleep(0.5)
-            print("trustlayer broker: the Kafka process exited", file=sys.stderr)
+            broker.keep_dir = True  # a crash: its data stays, to start again on
+            print(f"trustlayer broker: the Kafka process exited (code {broker.proc.returncode})"
+                  f"; its data is kept: start it again with `trustlayer broker --data "
+                  f"{broker.dir}`", file=sys.stderr)
             return 1
     except KeyboardInterrupt:
         print("stopping", flush=True)

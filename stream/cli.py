@@ -61,7 +61,8 @@ def needs_broker(command: str) -> Callable:
 def cmd_broker(args: argparse.Namespace) -> int:
     from stream.broker import main as broker_main
     return broker_main((["--libs", args.libs] if args.libs else []) +
-                       (["--keep"] if args.keep else []) + ["--port", str(args.port)])
+                       (["--keep"] if args.keep else []) +
+                       (["--data", args.data] if args.data else []) + ["--port", str(args.port)])
 
 
 # -- worker ---------------------------------------------------------------------------------
@@ -284,6 +285,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               "127.0.0.1:9092 (--port) and print its address")
     p.add_argument("--libs", help="the broker jars (default: deploy/kafka/fetch.sh's cache)")
     p.add_argument("--keep", action="store_true", help="keep its data and log on exit")
+    p.add_argument("--data", metavar="DIR", help="its config, data and log in DIR, kept; "
+                   "started again on the topics of a DIR used before")
     p.add_argument("--port", type=int, default=int(DEFAULT_BROKER.rsplit(":", 1)[1]),
                    help="listen on 127.0.0.1:PORT (default 9092, the other commands' default "
                    "--broker; 0: any free port)")

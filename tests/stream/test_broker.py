@@ -144,3 +144,64 @@ def test_produce_consume_round_trip_with_1mb_values(kafka):
 
     got = run(go())
     assert got == [(f"run-{i}".encode(), v) for i, v in enumerate(values)]
+
+
+def start_broker_command(directory: Path):
+    """`trustlayer broker --port 0 --data DIRECTORY` and its bootstrap and Kafka PID."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "trustlayer.cli", "broker", "--port", "0",
+                             "--data", str(directory)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    printed = {}
+    for line in proc.stdout:
+        name, _, value = line.partition(": ")
+        printed[name] = value.split()[0] if value else ""
+        if line.startswith("Ctrl+C"):
+            break
+    assert "bootstrap" in printed, proc.stderr.read()
+    return proc, printed["bootstrap"], int(printed["pid"])
+
+
+def test_the_broker_command_keeps_its_data_when_kafka_dies_and_starts_again_on_it(tmp_path):
+    import signal
+
+    directory = tmp_path / "kafka"
+    proc, bootstrap, pid = start_broker_command(directory)
+    topic = unique("kept")
+    try:
+        run(create_topics(bootstrap, topic))
+
+        async def produce() -> None:
+            producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+            await producer.start()
+            try:
+                await producer.send_and_wait(topic, key=b"run", value=b"kept across a crash")
+            finally:
+                await producer.stop()
+        run(produce())
+        os.kill(pid, signal.SIGKILL)  # Kafka dies; the command notices and exits
+        assert proc.wait(timeout=60) == 1
+        said = proc.stderr.read()
+        assert f"trustlayer broker --data {directory}" in said, said
+        assert (directory / "data" / "meta.properties").is_file()
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=60)
+    proc, bootstrap, pid = start_broker_command(directory)
+    try:
+        async def consume() -> list[bytes]:
+            consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
+                                        auto_offset_reset="earliest")
+            await consumer.start()
+            try:
+                return [(await consumer.getone()).value]
+            finally:
+                await consumer.stop()
+        assert run(consume()) == [b"kept across a crash"]
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=60) == 0
+    assert (directory / "data" / "meta.properties").is_file()  # a given directory stays
