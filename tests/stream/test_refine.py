@@ -122,14 +122,14 @@ def test_the_stream_modules_doctests():
     import doctest
 
     import stream.cli
+    import stream.deadletter
     import stream.refine
     import stream.registry
     import stream.replay
     import stream.stall
     import stream.topics
-    import stream.worker
 
-    for module in (stream.cli, stream.refine, stream.registry, stream.replay, stream.stall,
-                   stream.topics, stream.worker):
+    for module in (stream.cli, stream.deadletter, stream.refine, stream.registry, stream.replay,
+                   stream.stall, stream.topics):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
