@@ -15,9 +15,9 @@ from trustlayer.traces import load_labels, read_runs
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 # (failure F1, cause F1) floors per task, a little under what score.py measures (README)
 FLOORS = {"jupyter-dev": (0.95, 0.9), "coding-dev": (0.95, 0.9),
-          "coding-dev2/slugify-cli-flag": (0.9, 0.6), "coding-dev2/slugify-fix-regex-bug": (0.8, 0.5),
-          "datasette-dev/ds-countries-filter-count": (0.95, 0.5),
-          "datasette-dev/ds-json-export-row": (0.95, 0.8)}
+          "coding-dev2/slugify-cli-flag": (0.92, 0.9), "coding-dev2/slugify-fix-regex-bug": (0.95, 0.85),
+          "datasette-dev/ds-countries-filter-count": (0.95, 0.8),
+          "datasette-dev/ds-json-export-row": (0.95, 0.85)}
 END_REASONS = ("never reached", "negative milestone", "not where successful runs end",
                "every successful run removed",
                "every successful run called it")

@@ -46,6 +46,15 @@ def test_a_line_put_back_later_is_not_removed():
     assert ledger.missing({"a.py": ["def helper(x):"]}) == [("a.py", "def helper(x):")]
 
 
+def test_a_line_put_back_inside_a_longer_one_is_not_removed_until_that_goes():
+    extended = "--- a/a.py\n+++ b/a.py\n-def helper(x):\n+def helper(x): # TODO\n"
+    ledger = RemovalLedger({"a.py": ["def helper(x):"]})
+    ledger.observe(extended, {"a.py"})
+    assert ledger.missing({"a.py": ["def helper(x):"]}) == [("a.py", "def helper(x):")]
+    ledger.observe("--- a/a.py\n+++ b/a.py\n-def helper(x): # TODO\n", {"a.py"})
+    assert ledger.missing({"a.py": ["def helper(x):"]}) == []
+
+
 def test_lines_every_successful_run_removed_are_learned():
     assert required_removals(TRAINING) == {"a.py": ["def helper(x):", "return x * 2"]}
     varied = TRAINING[:2] + [coding_run("train-x", [("edit_file", WRAPPED)])]

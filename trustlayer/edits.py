@@ -2,7 +2,8 @@
 
 A coding agent's tools answer a write with a unified diff (``--- a/PATH``, ``+++ b/PATH``,
 ``-`` and ``+`` lines). Over a run, a line is *removed* from a file when a diff of that
-file took it out and no later diff put it back. When every successful run that showed
+file took it out and no later diff put it back, whole or inside a longer line (the old
+call with ``.strip(...)`` appended still makes the old call). When every successful run that showed
 all its changes of a file as diffs removed the same line (the old definition of a moved
 function, the buggy expression), a run that kept it did not do what they all did, however
 green its tests (a compatibility wrapper left behind, the old import kept).
@@ -82,19 +83,25 @@ class RemovalLedger:
     watched: Mapping[str, Sequence[str]] | None = None
     removed: dict[str, set[str]] = field(default_factory=dict)
     unseen: set[str] = field(default_factory=set)  # files changed without a diff of them
+    # path -> a line put back -> the removed lines it holds (removed again when it goes)
+    holders: dict[str, dict[str, set[str]]] = field(default_factory=dict)
 
     def observe(self, text: str | None, changed: set[str]) -> None:
         """Take a state's text and the files changed since the state before it."""
         changes = diff_changes(text)
         self.unseen |= changed - changes.keys()
         for path, (taken_out, put_back) in changes.items():
-            if self.watched is not None:
-                if path not in self.watched:
-                    continue
-                taken_out &= set(self.watched[path])
+            if self.watched is not None and path not in self.watched:
+                continue
             removed = self.removed.setdefault(path, set())
-            removed -= put_back
-            removed |= taken_out
+            holders = self.holders.setdefault(path, {})
+            for line in taken_out:
+                removed |= holders.pop(line, set())
+            removed |= taken_out if self.watched is None else taken_out & set(self.watched[path])
+            for line in put_back:
+                if held := {old for old in removed if old in line}:
+                    removed -= held
+                    holders[line] = held
 
     def missing(self, required: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
         """The required ``(path, line)`` removals this run did not make, in files whose

@@ -290,6 +290,8 @@ class Matcher:
                 "outputs": self.outputs, "outputs_shown": self.outputs_shown,
                 "removed": {path: sorted(lines) for path, lines in self.removals.removed.items()},
                 "unseen": sorted(self.removals.unseen), "reshaped": self.reshaped,
+                "holders": {path: {line: sorted(held) for line, held in holders.items()}
+                            for path, holders in self.removals.holders.items()},
                 "baseline_files": self.builder.baseline_files,
                 "pending": [asdict(a) for a in self.builder.pending],
                 "previous_lines": None if self.builder.previous_lines is None else
@@ -306,6 +308,8 @@ class Matcher:
         matcher.outputs_shown = dict(data.get("outputs_shown", {}))
         matcher.removals.removed = {path: set(lines) for path, lines in data["removed"].items()}
         matcher.removals.unseen = set(data["unseen"])
+        matcher.removals.holders = {path: {line: set(held) for line, held in holders.items()}
+                                    for path, holders in data["holders"].items()}
         matcher.reshaped = list(data["reshaped"])
         matcher.builder.baseline_files = data["baseline_files"]
         matcher.builder.pending = [Action(**a) for a in data["pending"]]
