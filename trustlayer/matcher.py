@@ -306,11 +306,13 @@ class Matcher:
         matcher.matched_at, matcher.start_ts = dict(data["matched_at"]), data["start_ts"]
         matcher.outputs = dict(data.get("outputs", {}))
         matcher.outputs_shown = dict(data.get("outputs_shown", {}))
-        matcher.removals.removed = {path: set(lines) for path, lines in data["removed"].items()}
-        matcher.removals.unseen = set(data["unseen"])
+        # (records written before these were kept hold none)
+        matcher.removals.removed = {path: set(lines)
+                                    for path, lines in data.get("removed", {}).items()}
+        matcher.removals.unseen = set(data.get("unseen", ()))
         matcher.removals.holders = {path: {line: set(held) for line, held in holders.items()}
-                                    for path, holders in data["holders"].items()}
-        matcher.reshaped = list(data["reshaped"])
+                                    for path, holders in data.get("holders", {}).items()}
+        matcher.reshaped = list(data.get("reshaped", ()))
         matcher.builder.baseline_files = data["baseline_files"]
         matcher.builder.pending = [Action(**a) for a in data["pending"]]
         previous = data.get("previous_lines")
