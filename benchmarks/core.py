@@ -20,15 +20,15 @@ from pathlib import Path
 
 from PIL import Image
 
-from trustlayer.fingerprints import Fingerprint
-from trustlayer.index import StateIndex
-from trustlayer.learn import learn
-from trustlayer.matcher import judge_run
+from trustlayer.compare.index import StateIndex
+from trustlayer.compare.visual import hamming
+from trustlayer.judge.matcher import judge_run
+from trustlayer.learn.learner import learn
 from trustlayer.model import Model, ModelState
+from trustlayer.observe.fingerprints import Fingerprint
+from trustlayer.observe.templates import Profile
+from trustlayer.observe.traces import read_runs
 from trustlayer.settings import Settings
-from trustlayer.templates import Profile
-from trustlayer.traces import read_runs
-from trustlayer.visual import hamming
 
 ROOT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "shared" / "traces"
 

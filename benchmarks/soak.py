@@ -34,13 +34,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from aiokafka import AIOKafkaProducer  # noqa: E402
+from streamkit import CpuHogs, child_pids, read_topic  # noqa: E402
 
 from stream.broker import EmbeddedKafka  # noqa: E402
-from stream.cli import topic_names  # noqa: E402
+from stream.topics import topic_names  # noqa: E402
 from stream.demo import WorkerProcess, learn_models  # noqa: E402
 from stream.replay import read_events, round_robin  # noqa: E402
 from stream.topics import MAX_MESSAGE_BYTES, ensure_topics  # noqa: E402
-from streamkit import CpuHogs, child_pids, read_topic  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "jupyter"
 TRUSTLAYER = [sys.executable, "-m", "trustlayer.cli"]

@@ -40,16 +40,16 @@ sys.path.insert(0, str(REPO))
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
 
-from trustlayer.learn import learn  # noqa: E402
-from trustlayer.traces import run_of_events  # noqa: E402
-
 from stream.broker import EmbeddedKafka, free_port, stop_process  # noqa: E402
-from stream.cli import topic_names  # noqa: E402
+from stream.topics import topic_names  # noqa: E402
 from stream.demo import WorkerProcess  # noqa: E402
 from stream.registry import ModelRegistry  # noqa: E402
-from stream.replay import read_events, round_robin as interleave  # noqa: E402
+from stream.replay import read_events  # noqa: E402
+from stream.replay import round_robin as interleave
 from stream.topics import MAX_MESSAGE_BYTES, ensure_topics  # noqa: E402
 from stream.worker import DictStore, Source, StreamProcessor, WorkerSettings  # noqa: E402
+from trustlayer.learn.learner import learn  # noqa: E402
+from trustlayer.observe.traces import run_of_events  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "jupyter"
 FLEET_AGENTS = 24  # runners publishing at once in the latency runs

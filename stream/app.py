@@ -38,7 +38,9 @@ import faust
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from trustlayer.traces import Run, TraceError, run_of_events
+from trustlayer.observe.traces import Run, run_of_events
+
+from trustlayer.errors import TraceError
 
 from stream.deadletter import Rejected, dead_letter
 from stream.offload import LearnPool

@@ -16,20 +16,15 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from trustlayer.cli import EXIT_BAD_INPUT, EXIT_OK
+from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK
 
-from stream.topics import MAX_MESSAGE_BYTES, TopicNames
+from stream.console import follow, verdict_line
+from stream.topics import MAX_MESSAGE_BYTES, topic_names
 
 DEFAULT_BROKER = "127.0.0.1:9092"
 REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "jupyter"
-
-
-def topic_names(prefix: str = "trustlayer") -> TopicNames:
-    """The four topic names under `prefix` (``trustlayer`` gives the defaults)."""
-    return TopicNames(f"{prefix}.events", f"{prefix}.verdicts", f"{prefix}.models",
-                      f"{prefix}.events.dlq")
 
 
 def _kafka_options(parser: argparse.ArgumentParser) -> None:
@@ -120,40 +115,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 # -- verdicts -------------------------------------------------------------------------------
-def verdict_line(record: dict[str, Any]) -> str:
-    """One verdict as a terminal line.
-
-    >>> verdict_line({"run_id": "r1", "status": "failed", "final": True, "model_version": 2,
-    ...               "coverage": 0.5, "reason": "x", "cause": "product_bug",
-    ...               "detected_at_seq": 7})
-    'r1  FAILED  v2  coverage 50%  at seq 7  product_bug: x'
-    """
-    status = record["status"].upper() if record.get("final") else record["status"]
-    cause = f"{record['cause']}: " if record.get("cause") else ""
-    seq = "" if record.get("detected_at_seq") is None else f"  at seq {record['detected_at_seq']}"
-    return (f"{record['run_id']}  {status}  v{record['model_version']}  coverage "
-            f"{record['coverage']:.0%}{seq}  {cause}{record.get('reason') or ''}").rstrip()
-
-
-async def follow(bootstrap: str, topic: str, from_beginning: bool = True, group: str | None = None):
-    """Yield the JSON values of `topic` as they arrive."""
-    from aiokafka import AIOKafkaConsumer
-
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
-                                auto_offset_reset="earliest" if from_beginning else "latest",
-                                enable_auto_commit=group is not None,
-                                max_partition_fetch_bytes=MAX_MESSAGE_BYTES + 2 ** 20)
-    await consumer.start()
-    try:
-        async for message in consumer:
-            try:
-                yield json.loads(message.value)
-            except ValueError:
-                continue
-    finally:
-        await consumer.stop()
-
-
 @needs_broker("verdicts")
 def cmd_verdicts(args: argparse.Namespace) -> int:
     names = topic_names(args.topics)

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from trustlayer.model import Model
-from trustlayer.traces import MAX_NESTING, Event, TraceError, parse_event
+from trustlayer.observe.traces import MAX_NESTING, Event, parse_event
+from trustlayer.errors import TraceError
 
 #: DLQ reasons by what the core's TraceError says (the first that matches).
 CORE_REASONS = {

@@ -29,13 +29,16 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable
 
-from trustlayer.cli import EXIT_BAD_INPUT, EXIT_OK, verdict_record
-from trustlayer.learn import learn
+from trustlayer.cli import verdict_record
+from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK
+from trustlayer.learn.learner import learn
 from trustlayer.settings import Settings
-from trustlayer.traces import TraceError, load_labels
+from trustlayer.observe.traces import load_labels
+from trustlayer.errors import TraceError
 
 from stream.broker import die_with_parent, stop_process
-from stream.cli import follow, topic_names, verdict_line
+from stream.console import follow, verdict_line
+from stream.topics import topic_names
 from stream.registry import training_set
 from stream.replay import publish, read_events, schedule
 from stream.topics import ensure_topics

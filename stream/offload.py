@@ -4,7 +4,7 @@ Refinement learns a task's model again from all its training runs (a second or m
 busy machine). In a thread of the worker it holds the GIL for most of that time, and the
 consumer's own thread (heartbeats, fetches, rebalance callbacks) starves: the group drops
 the worker and a rebalance follows while records are in flight. :class:`LearnPool` runs
-:func:`trustlayer.learn.learn` in one spawned process instead; the calling thread only
+:func:`trustlayer.learn.learner.learn` in one spawned process instead; the calling thread only
 waits.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import signal
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from trustlayer.learn import learn
+from trustlayer.learn.learner import learn
 from trustlayer.model import Model
 
 from stream.broker import die_with_parent

@@ -2,7 +2,7 @@
 
 A run whose end event says ``outcome: success`` (the runner's own oracle; the validator's
 verdict only when ``use_verdicts`` is set) is merged into its task's training runs and the
-model is learned again from them with the core's :func:`trustlayer.learn.learn`, which
+model is learned again from them with the core's :func:`trustlayer.learn.learner.learn`, which
 recomputes the merged graph and its dominators. The result is a new version with its diff
 (:func:`stream.registry.milestone_diff`) in the change log.
 
@@ -22,11 +22,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable
 
-from trustlayer.equivalence import judge
-from trustlayer.learn import LearnError, learn
+from trustlayer.compare.equivalence import judge
+from trustlayer.learn.learner import LearnError, learn
 from trustlayer.model import Model
-from trustlayer.steps import run_steps
-from trustlayer.traces import Run
+from trustlayer.observe.steps import run_steps
+from trustlayer.observe.traces import Run
 
 from stream.registry import ModelRegistry, milestone_diff
 
@@ -87,7 +87,7 @@ class Refiner:
         model's ``settings.drop_after_bypasses``).
     use_verdicts : also take runs without a known outcome that the validator passed (off:
         the validator would confirm its own blind spots).
-    learner : the learning function (``trustlayer.learn.learn``).
+    learner : the learning function (``trustlayer.learn.learner.learn``).
     """
 
     def __init__(self, registry: ModelRegistry, drop_after: int | None = None,

@@ -25,8 +25,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from trustlayer.model import Model, ModelError
-from trustlayer.traces import Run, load_labels, read_runs
+from trustlayer.model import Model
+
+from trustlayer.errors import ModelError
+from trustlayer.observe.traces import Run, load_labels, read_runs
 
 log = logging.getLogger(__name__)
 

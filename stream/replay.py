@@ -5,7 +5,7 @@ published at their recorded offsets from the run's first event, divided by `spee
 fast as possible, still interleaved in that order). Screenshots travel inline as ``data:``
 URIs (``"inline"``; the broker's message limit applies), as the paths the trace has
 (``"path"``), for a worker that reads the same directory (``--images``), or as their
-fingerprints (``"fingerprint"``, see :mod:`trustlayer.publisher`): small events, and the
+fingerprints (``"fingerprint"``, see :mod:`trustlayer.observe.runner_prints`): small events, and the
 worker decodes no image. Events keep their recorded
 ``ts``: the worker's timer measures silence by the wall time since publication, so a faster
 replay never makes a run look late.
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from trustlayer.publisher import fingerprint_screenshots
-from trustlayer.traces import read_run, trace_files
+from trustlayer.observe.runner_prints import fingerprint_screenshots
+from trustlayer.observe.traces import read_run, trace_files
 
 from stream.topics import MAX_MESSAGE_BYTES
 
@@ -48,9 +48,9 @@ def read_events(paths: Sequence[str | Path], screenshots: str = "inline") -> lis
     """The events of every run under `paths`, as JSON objects, one list per run, with their
     screenshots as `screenshots` says (a key of SCREENSHOT_MODES).
 
-    Each file is read with :func:`trustlayer.traces.read_run` (lines end at ``\n`` only, so
+    Each file is read with :func:`trustlayer.observe.traces.read_run` (lines end at ``\n`` only, so
     a raw U+2028 inside a string stays in it), so a bad trace fails here with its file and
-    line (:class:`~trustlayer.traces.TraceError`), not in the worker.
+    line (:class:`~trustlayer.observe.traces.TraceError`), not in the worker.
     """
     convert = SCREENSHOT_MODES[screenshots]
     return [[convert(event.raw, path.parent) for event in read_run(path).events]

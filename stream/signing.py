@@ -19,7 +19,9 @@ import secrets
 from pathlib import Path
 from typing import Any, Iterable
 
-from trustlayer.model import Model, ModelError
+from trustlayer.model import Model
+
+from trustlayer.errors import ModelError
 
 from stream.deadletter import Rejected
 from stream.registry import decode_model

@@ -146,3 +146,9 @@ def ensure_topics(
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a loop runs here: use another thread
         return pool.submit(asyncio.run, coro).result()
+
+
+def topic_names(prefix: str = "trustlayer") -> TopicNames:
+    """The four topic names under `prefix` (``trustlayer`` gives the defaults)."""
+    return TopicNames(f"{prefix}.events", f"{prefix}.verdicts", f"{prefix}.models",
+                      f"{prefix}.events.dlq")

@@ -5,7 +5,7 @@ key, and where it came from: partition, offset, publish time) and keeps one
 :class:`RunRecord` per run in a key-value store (the Faust table in :mod:`stream.app`, a
 dict in tests). For each run it
 
-- feeds the core's incremental :class:`~trustlayer.matcher.Matcher` in ``seq`` order, on the
+- feeds the core's incremental :class:`~trustlayer.judge.matcher.Matcher` in ``seq`` order, on the
   model version the run started with;
 - ignores a ``(run_id, seq)`` seen before, and holds events that come early until the gap
   fills (at most ``reorder_window`` events / ``max_held_bytes``, and ``reorder_timeout``
@@ -35,10 +35,11 @@ from typing import Any, Callable, Iterable, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from trustlayer.llm import LLMJudge
-from trustlayer.matcher import FAILED, Matcher, Status
+from trustlayer.compare.llm import LLMJudge
+from trustlayer.judge.matcher import FAILED, Matcher, Status
 from trustlayer.model import Model
-from trustlayer.traces import EVENT_KINDS, TraceError, parse_event
+from trustlayer.observe.traces import EVENT_KINDS, parse_event
+from trustlayer.errors import TraceError
 
 from stream.deadletter import REASONS, Rejected, cut, dead_letter, decode_event, dlq_reason
 from stream.refine import is_success

@@ -4,7 +4,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from llm_server import FakeLLMServer
 
 

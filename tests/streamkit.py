@@ -27,14 +27,13 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "jupyter"
 TRAIN, TEST = EXAMPLES / "train", EXAMPLES / "test"
 
-from trustlayer.cli import verdict_record  # noqa: E402
-from trustlayer.learn import learn  # noqa: E402
-from trustlayer.matcher import judge_run  # noqa: E402
-from trustlayer.traces import Run, read_runs  # noqa: E402
-
-from stream.replay import read_events, round_robin as interleave  # noqa: E402,F401
 from stream.broker import free_port, stop_process  # noqa: E402
+from stream.replay import read_events, round_robin as interleave  # noqa: E402,F401
 from stream.worker import Source  # noqa: E402
+from trustlayer.cli import verdict_record  # noqa: E402
+from trustlayer.judge.matcher import judge_run  # noqa: E402
+from trustlayer.learn.learner import learn  # noqa: E402
+from trustlayer.observe.traces import Run, read_runs  # noqa: E402
 
 
 def unique(prefix: str) -> str:
@@ -268,7 +267,7 @@ def publish_events(bootstrap: str, topic: str, events: Iterable[dict]) -> None:
 def setup(kafka, tmp_path: Path):
     """Fresh topics (a new prefix) on `kafka` and a models directory holding model():
     (prefix, topic names, models directory)."""
-    from stream.cli import topic_names
+    from stream.topics import topic_names
     from stream.topics import ensure_topics
 
     prefix = unique("t")

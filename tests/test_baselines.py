@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from trustlayer import baselines
-from trustlayer.baselines import FAIL, NOT_APPLICABLE, PASS
 from trustlayer.cli import main
-from trustlayer.learn import learn
-from trustlayer.traces import Run, parse_event, read_runs
+from trustlayer.learn.learner import learn
+from trustlayer.observe.traces import Run, parse_event, read_runs
+from trustlayer.score import baselines
+from trustlayer.score.baselines import FAIL, NOT_APPLICABLE, PASS
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 

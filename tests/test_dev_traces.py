@@ -6,11 +6,12 @@ from pathlib import Path
 import pytest
 
 from trustlayer.cli import judge_paths, main
-from trustlayer.evaluate import score
-from trustlayer.learn import learn
-from trustlayer.model import Model, ModelError
-from trustlayer.selfcheck import check
-from trustlayer.traces import load_labels, read_runs
+from trustlayer.errors import ModelError
+from trustlayer.learn.learner import learn
+from trustlayer.model import Model
+from trustlayer.observe.traces import load_labels, read_runs
+from trustlayer.score.scores import score
+from trustlayer.score.selfcheck import check
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 # (failure F1, cause F1) floors per task, a little under what score.py measures (README)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from trustlayer.cli import judge_paths, main
-from trustlayer.evaluate import score
-from trustlayer.learn import learn
-from trustlayer.phases import phases
-from trustlayer.traces import load_labels, read_runs
+from trustlayer.judge.phases import phases
+from trustlayer.learn.learner import learn
+from trustlayer.observe.traces import load_labels, read_runs
+from trustlayer.score.scores import score
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ROOT / "examples" / "tool-calling"

@@ -2,8 +2,14 @@
 import networkx as nx
 import pytest
 
-from trustlayer.dominators import SUCCESS, START, essential_chain, immediate_dominators, \
-    merged_graph, unroll_visits
+from trustlayer.learn.dominators import (
+    START,
+    SUCCESS,
+    essential_chain,
+    immediate_dominators,
+    merged_graph,
+    unroll_visits,
+)
 
 
 def test_loading_screen_optional_search_dialog_essential():

@@ -4,10 +4,10 @@ import hashlib
 
 from tracegen import tool_run
 
-from trustlayer.edits import RemovalLedger, diff_changes, required_removals
-from trustlayer.learn import learn
-from trustlayer.matcher import judge_run
-from trustlayer.traces import Run
+from trustlayer.judge.matcher import judge_run
+from trustlayer.learn.learner import learn
+from trustlayer.observe.edits import RemovalLedger, diff_changes, required_removals
+from trustlayer.observe.traces import Run
 
 TASK = "Task: move helper() from a.py to b.py"
 OLD = "def helper(x):\n    return x * 2\n"

@@ -3,15 +3,15 @@ no template explains is learned from how much the successful members showed of e
 and never covers words no successful run showed; the matcher's quick set test loses no match."""
 from pathlib import Path
 
-from trustlayer.equivalence import decide, judge
-from trustlayer.fingerprints import Fingerprint
-from trustlayer.index import index_of
-from trustlayer.learn import learn
+from trustlayer.compare.equivalence import decide, judge
+from trustlayer.compare.index import index_of
+from trustlayer.learn.learner import learn
 from trustlayer.model import ModelState
+from trustlayer.observe.fingerprints import Fingerprint
+from trustlayer.observe.steps import run_steps
+from trustlayer.observe.templates import learn_profile, novelty, word_tokens
+from trustlayer.observe.traces import read_runs
 from trustlayer.settings import Settings
-from trustlayer.steps import run_steps
-from trustlayer.templates import learn_profile, novelty, word_tokens
-from trustlayer.traces import read_runs
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jupyter"
 

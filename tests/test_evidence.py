@@ -2,8 +2,8 @@
 lasting milestones required, required outputs, and the run's end."""
 from tracegen import as_run, events_for
 
-from trustlayer.learn import learn
-from trustlayer.matcher import judge_run
+from trustlayer.judge.matcher import judge_run
+from trustlayer.learn.learner import learn
 
 HOME, PROBE = "Home screen\nWelcome", "Probe output\nvalue check passed"
 TYPED, SAVED = "Editor\nhello world", "Editor\nhello world\nSaved to notes.txt"

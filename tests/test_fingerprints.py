@@ -5,10 +5,11 @@ from pathlib import Path
 
 from PIL import Image
 
-from trustlayer.fingerprints import fingerprint, image_signature
-from trustlayer.learn import learn
-from trustlayer.matcher import judge_run
-from trustlayer.traces import ImageRef, Observation, read_runs
+from trustlayer.judge.matcher import judge_run
+from trustlayer.learn.learner import learn
+from trustlayer.observe.fingerprints import fingerprint, image_signature
+from trustlayer.observe.images import ImageRef
+from trustlayer.observe.traces import Observation, read_runs
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jupyter"
 

@@ -7,12 +7,14 @@ import random
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
 from hostile import mutate_trace, run_cli, tamper_model
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tracegen import events_for, make_screens, write_run
-from trustlayer.cli import EXIT_BAD_INPUT, build_parser
-from trustlayer.traces import read_run
+
+from trustlayer.cli import build_parser
+from trustlayer.errors import EXIT_BAD_INPUT
+from trustlayer.observe.traces import read_run
 
 FAST = settings(max_examples=150, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])

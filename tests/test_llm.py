@@ -9,7 +9,7 @@ from pathlib import Path
 
 from llm_server import FakeLLMServer
 
-from trustlayer.llm import LLMAnswer, LLMJudge
+from trustlayer.compare.llm import LLMAnswer, LLMJudge
 from trustlayer.settings import LLMSettings
 
 LEFT = "window: Editor\nfile: report.txt\nclock: 10:01"
@@ -110,7 +110,7 @@ def test_connection_refused_is_different() -> None:
 def test_unused_judge_makes_no_client_and_no_request(llm_server: FakeLLMServer) -> None:
     judge = LLMJudge(LLMSettings(base_url=llm_server.base_url))
     assert judge.client is None and judge.calls == 0 and llm_server.requests == []
-    code = ("import sys; from trustlayer.llm import LLMJudge; "
+    code = ("import sys; from trustlayer.compare.llm import LLMJudge; "
             "from trustlayer.settings import LLMSettings; LLMJudge(LLMSettings()); "
             "assert 'openai' not in sys.modules")
     root = Path(__file__).resolve().parent.parent

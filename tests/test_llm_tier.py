@@ -4,11 +4,11 @@ import base64
 import io
 
 from PIL import Image, ImageDraw
-
 from tracegen import as_run, events_for
-from trustlayer.learn import learn
-from trustlayer.llm import LLMJudge
-from trustlayer.matcher import judge_run
+
+from trustlayer.compare.llm import LLMJudge
+from trustlayer.judge.matcher import judge_run
+from trustlayer.learn.learner import learn
 from trustlayer.settings import LLMSettings
 
 SCREENS = ["Home\nWelcome", "Search dialog\nQuery", "Results\n3 items found", "Saved\nDone"]

@@ -2,8 +2,9 @@
 import json
 
 from tracegen import as_run, events_for, make_screens
-from trustlayer.learn import learn
-from trustlayer.matcher import Matcher, judge_run
+
+from trustlayer.judge.matcher import Matcher, judge_run
+from trustlayer.learn.learner import learn
 
 
 def model_with_negative():

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from trustlayer.learn import learn
-from trustlayer.traces import read_runs
+from trustlayer.learn.learner import learn
+from trustlayer.observe.traces import read_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "traces"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from trustlayer.cli import main
-from trustlayer.learn import learn
-from trustlayer.outputs import failed, junit_xml, markdown_summary
-from trustlayer.traces import read_runs
+from trustlayer.learn.learner import learn
+from trustlayer.observe.traces import read_runs
+from trustlayer.show.ci import failed, junit_xml, markdown_summary
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 TEST = SHARED / "jupyter-dev" / "test"

@@ -5,10 +5,16 @@ from pathlib import Path
 
 import pytest
 
-from trustlayer.learn import learn
-from trustlayer.matcher import Matcher
-from trustlayer.phases import frame_phases, hard_milestones, phase_of, phases, where
-from trustlayer.traces import Run, parse_event, read_run, read_runs
+from trustlayer.judge.matcher import Matcher
+from trustlayer.judge.phases import (
+    frame_phases,
+    hard_milestones,
+    phase_of,
+    phases,
+    where,
+)
+from trustlayer.learn.learner import learn
+from trustlayer.observe.traces import Run, parse_event, read_run, read_runs
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 

@@ -1,11 +1,12 @@
 """Properties of learning and matching on generated runs (hypothesis)."""
 import random
 
-from hypothesis import assume, given, settings, strategies as st
-
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from tracegen import MILESTONES, as_run, events_for, make_screens
-from trustlayer.learn import learn
-from trustlayer.matcher import judge_run
+
+from trustlayer.judge.matcher import judge_run
+from trustlayer.learn.learner import learn
 
 EXTRA_SCREENS = ("Loading spinner", "News toast: would you like updates?", "Help menu open\nAbout",
                  "Sidebar detour\nRunning kernels")

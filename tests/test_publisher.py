@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 
 from trustlayer.cli import main
-from trustlayer.learn import learn
-from trustlayer.matcher import judge_run
-from trustlayer.publisher import fingerprint_screenshots
+from trustlayer.errors import TraceError
+from trustlayer.judge.matcher import judge_run
+from trustlayer.learn.learner import learn
+from trustlayer.observe.runner_prints import fingerprint_screenshots
+from trustlayer.observe.traces import parse_event, read_run, read_runs, trace_files
 from trustlayer.settings import Settings
-from trustlayer.traces import TraceError, parse_event, read_run, read_runs, trace_files
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jupyter"
 

@@ -14,9 +14,9 @@ import pytest
 from PIL import Image
 
 from trustlayer.cli import main
-from trustlayer.learn import learn
-from trustlayer.phases import phases
-from trustlayer.traces import load_labels, read_run, read_runs
+from trustlayer.judge.phases import phases
+from trustlayer.learn.learner import learn
+from trustlayer.observe.traces import load_labels, read_run, read_runs
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 EXAMPLES_TEST = Path(__file__).resolve().parents[1] / "examples" / "jupyter" / "test"

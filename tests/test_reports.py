@@ -3,9 +3,9 @@ met by the report asked for another way with other counts, never by the same req
 with other counts or by a report in words no successful run showed."""
 from tracegen import tool_run
 
-from trustlayer.learn import learn
-from trustlayer.matcher import judge_run
-from trustlayer.templates import shape_of
+from trustlayer.judge.matcher import judge_run
+from trustlayer.learn.learner import learn
+from trustlayer.observe.templates import shape_of
 
 FIXED = {"lib.py": "f" * 64}
 

@@ -7,10 +7,10 @@ import numpy as np
 from PIL import Image
 
 from trustlayer.cli import main
-from trustlayer.learn import learn
-from trustlayer.matcher import judge_run
-from trustlayer.selfcheck import check, without_image_bytes
-from trustlayer.traces import read_runs
+from trustlayer.judge.matcher import judge_run
+from trustlayer.learn.learner import learn
+from trustlayer.observe.traces import read_runs
+from trustlayer.score.selfcheck import check, without_image_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "traces"

@@ -8,9 +8,10 @@ import pytest
 from PIL import Image
 
 from trustlayer.cli import main
+from trustlayer.errors import TraceError
+from trustlayer.observe.images import ImageRef
+from trustlayer.observe.traces import parse_event, read_run, read_runs, run_of_events
 from trustlayer.settings import Settings
-from trustlayer.traces import (ImageRef, TraceError, parse_event, read_run, read_runs,
-                               run_of_events)
 
 GOOD = [
     {"v": 1, "run_id": "r1", "task": "t", "seq": 0, "ts": 1.0, "kind": "state",

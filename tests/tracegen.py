@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from trustlayer.traces import Run, parse_event
+from trustlayer.observe.traces import Run, parse_event
 
 MILESTONES = ("Home", "Search dialog", "Search results", "Details page", "Confirmation")
 

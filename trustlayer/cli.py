@@ -12,76 +12,36 @@ import json
 import logging
 import sys
 from importlib.metadata import entry_points, version
-from pathlib import Path
 from typing import Any, Sequence
 
-from tqdm import tqdm
-
-from trustlayer.evaluate import score
-from trustlayer.learn import LearnError, learn
-from trustlayer.llm import LLMJudge
-from trustlayer.matcher import judge_run
-from trustlayer.model import Model, ModelError
-from trustlayer.selfcheck import CheckReport, check
+from trustlayer.compare.llm import LLMJudge
+from trustlayer.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_CODES,
+    EXIT_FAIL,
+    EXIT_OK,
+    ModelError,
+    TraceError,
+    UsageError,
+)
+from trustlayer.inputs import labels_near, load_model, progress, read_traces, task_runs
+from trustlayer.judge.matcher import judge_run
+from trustlayer.learn.learner import LearnError, learn
+from trustlayer.model import Model
+from trustlayer.observe.traces import Run, load_labels
+from trustlayer.score.scores import score
+from trustlayer.score.selfcheck import CheckReport, check
 from trustlayer.settings import Settings
-from trustlayer.traces import Run, TraceError, load_labels, read_run, trace_files
-
-EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
-EXIT_CODES = """exit codes:
-  0  every run passed (or the command did its job)
-  1  some run failed (validate: as --fail-on counts)
-  2  bad input or usage: a trace, model or labels file that does not read (the error names
-     the file and line), a missing path, wrong arguments"""
-
-
-class UsageError(Exception):
-    """Bad input that is not a trace or model problem."""
-
-
-def _progress(items: Sequence, description: str, quiet: bool) -> Any:
-    return tqdm(items, desc=description, unit="run", disable=quiet or len(items) < 2,
-                file=sys.stderr, leave=False)
-
-
-def _read(paths: Sequence[str], description: str, quiet: bool) -> list:
-    files = list(trace_files(paths))
-    if not files:
-        raise UsageError(f"no .jsonl trace files in {', '.join(paths)}")
-    return [read_run(f) for f in _progress(files, description, quiet)]
-
-
-def _labels_near(paths: Sequence[str]) -> dict[str, Any]:
-    labels: dict[str, Any] = {}
-    for path in map(Path, paths):
-        folder = path if path.is_dir() else path.parent
-        if (folder / "labels.json").is_file():
-            labels.update(load_labels(folder))
-    return labels
-
-
-def load_model(path: str) -> Model:
-    """:meth:`Model.load`, with a hint when a trace or a folder of traces came first."""
-    given = Path(path)
-    if given.is_dir() or given.suffix == ".jsonl":
-        what = "a folder" if given.is_dir() else "a trace file"
-        raise UsageError(f"{path}: is {what}, not a model file; the model comes first: "
-                         "trustlayer validate MODEL.json RUN...")
-    try:
-        return Model.load(path)
-    except ModelError:
-        raise
-    except (ValueError, RecursionError) as exc:  # a number of over 4,300 digits, deep nesting
-        raise ModelError(f"{path}: not a JSON model file ({str(exc)[:120]})") from None
 
 
 def cmd_learn(args: argparse.Namespace) -> int:
-    runs = _read(args.paths, "reading", args.quiet)
-    labels = _labels_near(args.paths)
+    runs = read_traces(args.paths, "reading", args.quiet)
+    labels = labels_near(args.paths)
     settings = Settings()
     if args.llm_base_url:
         settings.llm.enabled, settings.llm.base_url = True, args.llm_base_url
     model = learn(runs, settings, causes={rid: lab.get("cause") for rid, lab in labels.items()},
-                  progress=lambda items: _progress(list(items), "fingerprinting", args.quiet))
+                  progress=lambda items: progress(list(items), "fingerprinting", args.quiet))
     model.save(args.output)
     print(f"learned '{model.task}' from {len(model.training_runs)} successful runs: "
           f"{len(model.states)} states, {len(model.essential)} essential, "
@@ -92,7 +52,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
 def _print_check(model: Model, runs: Sequence[Run], loo: bool, quiet: bool) -> CheckReport:
     report = check(model, runs, loo,
-                   progress=lambda items: _progress(list(items), "leave-one-out", quiet))
+                   progress=lambda items: progress(list(items), "leave-one-out", quiet))
     print("\n".join(report.lines()), file=sys.stderr)
     return report
 
@@ -112,22 +72,12 @@ def verdict_record(status) -> dict[str, Any]:
             "llm_calls": status.llm_calls}
 
 
-def task_runs(model: Model, paths: Sequence[str], quiet: bool) -> list[Run]:
-    """The runs under `paths`, each checked to be of the model's task."""
-    runs = _read(paths, "reading", quiet)
-    for run in runs:
-        if run.task != model.task:
-            raise UsageError(f"{run.source}: run of task '{run.task}', model is for "
-                             f"'{model.task}'")
-    return runs
-
-
 def judge_paths(model: Model, paths: Sequence[str], quiet: bool) -> list[dict[str, Any]]:
     """Verdict records for every run under `paths`."""
     llm = LLMJudge(model.settings.llm) if model.settings.llm.enabled else None
     runs = task_runs(model, paths, quiet)
     return [verdict_record(judge_run(model, run, llm))
-            for run in _progress(runs, "validating", quiet)]
+            for run in progress(runs, "validating", quiet)]
 
 
 def _text_line(record: dict[str, Any]) -> str:
@@ -140,10 +90,11 @@ def _text_line(record: dict[str, Any]) -> str:
 def cmd_validate(args: argparse.Namespace) -> int:
     """Judge the runs once; write the verdicts in every form asked for (standard output or
     ``-o``, ``--junit``, ``--markdown``, ``--report``, ``--github-output``)."""
-    from trustlayer import outputs
+    from trustlayer.show import ci as outputs
     model = load_model(args.model)
     if args.report:  # the report's analysis holds the verdicts: one judgement, not two
-        from trustlayer.report import analyse_runs, write_report
+        from trustlayer.judge.explain import analyse_runs
+        from trustlayer.show.html import write_report
         views = analyse_runs(model, task_runs(model, args.paths, args.quiet))
         records = [verdict_record(view.status) for view in views]
         references = task_runs(model, [args.train], args.quiet) if args.train else []
@@ -166,7 +117,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.baselines or args.markdown or args.directory is None:
-        from trustlayer.comparison import cmd_eval as compare_judges
+        from trustlayer.score.evaluation import cmd_eval as compare_judges
         return compare_judges(args)
     model = load_model(args.model)
     labels = load_labels(args.directory)
@@ -190,7 +141,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     if args.png:
-        from trustlayer.picture import save_png
+        from trustlayer.show.png import save_png
         save_png(model, args.png)
     print(f"task {model.task}  version {model.version}  trained on "
           f"{len(model.training_runs)} runs  {len(model.states)} states")
@@ -211,8 +162,15 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from trustlayer.report import cmd_report as write_report
-    return write_report(args)
+    """``trustlayer report MODEL.json [RUN...] -o report.html``."""
+    from trustlayer.judge.explain import analyse_runs
+    from trustlayer.show.html import write_report
+    model = load_model(args.model)
+    runs = task_runs(model, args.runs, args.quiet) if args.runs else []
+    references = task_runs(model, [args.train], args.quiet) if args.train else []
+    write_report(model, analyse_runs(model, runs), args.output, references)
+    print(f"report of {len(runs)} runs -> {args.output}", file=sys.stderr)
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:

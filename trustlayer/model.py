@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from trustlayer.errors import ModelError
+from trustlayer.model_check import check_model
+from trustlayer.observe.templates import Profile
 from trustlayer.settings import Settings
-from trustlayer.templates import Profile
 
 MODEL_FORMAT = 2  # 2: wildcards are the tokens <*> and <**> (1 used * and **)
-
-
-class ModelError(ValueError):
-    """A model file that cannot be used."""
 
 
 @dataclass
@@ -98,13 +96,13 @@ class Model:
     """A learned task model. Settings in ``settings``; learned state in the rest.
 
     Besides the states, the graph's edges and the essential chain (dominators of
-    SUCCESS), a model holds what is evidence of the goal (:mod:`trustlayer.evidence`):
+    SUCCESS), a model holds what is evidence of the goal (:mod:`trustlayer.learn.evidence`):
     ``accepting`` (states where successful runs ended), ``ending`` (all their last states
     as one state, for ends that share a shape), ``incidental`` (milestones that were a
     habit: skipped with a warning), ``transient`` (milestones that are a tool's report on
 the finished work, met in another shape too), ``required_outputs`` (tool calls every successful run
     made with one value), ``required_removals`` (code lines every successful run removed,
-:mod:`trustlayer.edits`) and ``warnings`` (what the learner noticed for a person to check).
+:mod:`trustlayer.observe.edits`) and ``warnings`` (what the learner noticed for a person to check).
     ``soft`` holds the essential states a run may skip: interruptions and incidental ones.
     """
 
@@ -170,8 +168,7 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
         if fmt > MODEL_FORMAT:
             raise ModelError(f"model format {fmt} is newer than this trustlayer reads "
                              f"({MODEL_FORMAT}); upgrade trustlayer")
-        from trustlayer.model_check import check_model  # (it imports this module)
-        check_model(data)
+        check_model(data, fields(cls))
         try:
             states = [ModelState.from_json(s) for s in data["states"]]
             return cls(data["task"], data["version"], {s.id: s for s in states}, data["edges"],

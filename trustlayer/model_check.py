@@ -2,7 +2,7 @@
 
 A model file may be damaged or tampered with: a negative count or threshold, a state id that
 names no state, a list where a number belongs. :func:`check_model` finds the first such
-value and raises :class:`~trustlayer.model.ModelError` naming where it is
+value and raises :class:`~trustlayer.errors.ModelError` naming where it is
 (``states[3].phashes[0]: ...``), so that no reader of the model meets a value of the wrong
 kind. Field lists come from the dataclasses in :mod:`trustlayer.model` and
 :mod:`trustlayer.settings`; keys this module does not know are left alone.
@@ -13,13 +13,13 @@ import base64
 import binascii
 import math
 import re
-from dataclasses import MISSING, fields
-from typing import Any, Iterable
+from dataclasses import MISSING, Field, fields
+from typing import Any, Iterable, Sequence
 
-from trustlayer.dominators import START, SUCCESS
-from trustlayer.model import Model, ModelError
+from trustlayer.errors import ModelError
+from trustlayer.graph_marks import START, SUCCESS
+from trustlayer.observe.traces import json_problem
 from trustlayer.settings import LLMSettings, Settings
-from trustlayer.traces import json_problem
 
 HEX64, HEX16 = re.compile(r"[0-9a-f]{64}"), re.compile(r"[0-9a-f]{16}")
 CAUSES = (None, "product_bug", "agent_error")
@@ -203,19 +203,22 @@ def check_timing(timing: Any, ids: set[str]) -> None:
                 raise _fail(where, "must have min <= median <= max")
 
 
-def check_model(data: dict) -> None:
+def check_model(data: dict, shape: Sequence[Field]) -> None:
     """Raise :class:`ModelError` at the first value of a model's JSON that is missing, of
-    the wrong type, negative, out of range or naming a state the model does not have.
+    the wrong type, negative, out of range or naming a state the model does not have;
+    `shape` is the model class's fields (which are required, which hold a single state).
 
-    >>> check_model({"task": "t", "version": 1})
+    >>> from dataclasses import fields
+    >>> from trustlayer.model import Model
+    >>> check_model({"task": "t", "version": 1}, fields(Model))
     Traceback (most recent call last):
     ...
-    trustlayer.model.ModelError: model: has no 'states'
+    trustlayer.errors.ModelError: model: has no 'states'
     """
     problem = json_problem(data)
     if problem:
         raise _fail("model", problem)
-    for spec in fields(Model):
+    for spec in shape:
         if spec.default is MISSING and spec.default_factory is MISSING and spec.name not in data:
             raise _fail("model", f"has no '{spec.name}'")
     _typed(data["task"], str, "task")
@@ -228,7 +231,7 @@ def check_model(data: dict) -> None:
         check_state(state, f"states[{number}]", size)
         if not state["name"].strip():
             raise _fail(f"states[{number}].name", "must not be empty")
-    for spec in fields(Model):  # other single states the model keeps (e.g. its ending)
+    for spec in shape:  # other single states the model keeps (e.g. its ending)
         if str(spec.type) in ("ModelState", "ModelState | None") and data.get(spec.name) is not None:
             check_state(data[spec.name], spec.name, size)
     ids = [state["id"] for state in data["states"]]

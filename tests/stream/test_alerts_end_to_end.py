@@ -6,11 +6,21 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from streamkit import (
+    Prometheus,
+    Worker,
+    example_events,
+    interleave,
+    model,
+    publish_events,
+    renamed,
+    unique,
+)
+
 from stream.broker import free_port
-from stream.cli import topic_names
+from stream.topics import topic_names
 from stream.topics import ensure_topics
-from streamkit import (Prometheus, Worker, example_events, interleave, model, publish_events,
-                       renamed, unique)
+
 
 def wait_for(condition, timeout: float, what: str, *logs: Path) -> None:
     deadline = time.monotonic() + timeout

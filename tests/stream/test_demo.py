@@ -10,9 +10,9 @@ import sys
 import time
 
 from rich.console import Console
+from streamkit import EXAMPLES
 
 from stream.demo import Screen, expected_label, next_step
-from streamkit import EXAMPLES
 
 LONG_REASON = ("'untitled.txt - JupyterLab: Saving completed' never reached after 'Cancel': "
                "the product showed a state never seen in successful runs (Error Permission "

@@ -6,14 +6,26 @@ from __future__ import annotations
 import asyncio
 import json
 
-from trustlayer.matcher import judge_run
-from trustlayer.model import Model
-from trustlayer.traces import read_runs
+from streamkit import (
+    TEST,
+    Worker,
+    all_final,
+    await_topic,
+    batch_verdicts,
+    example_events,
+    final_by_run,
+    model,
+    publish_events,
+    renamed,
+    setup,
+    unique,
+)
 
 from stream.registry import encode_model
 from stream.signing import model_key, signed_headers
-from streamkit import (TEST, Worker, all_final, await_topic, batch_verdicts, example_events,
-                       final_by_run, model, publish_events, renamed, setup, unique)
+from trustlayer.judge.matcher import judge_run
+from trustlayer.model import Model
+from trustlayer.observe.traces import read_runs
 
 
 def produce_with_headers(bootstrap: str, topic: str,

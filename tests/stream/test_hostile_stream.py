@@ -7,14 +7,23 @@ import json
 import random
 import shutil
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from streamkit import (
+    TEST,
+    as_records,
+    batch_verdicts,
+    example_events,
+    finals,
+    interleave,
+    model,
+    renamed,
+)
 
 from stream.deadletter import REASONS, Rejected, dead_letter, decode_event
 from stream.registry import ModelRegistry
 from stream.replay import read_events
 from stream.worker import DictStore, Source, StreamProcessor, WorkerSettings
-from streamkit import (TEST, as_records, batch_verdicts, example_events, finals, interleave, model,
-                       renamed)
 
 TASK = model().task
 

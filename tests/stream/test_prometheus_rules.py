@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 from prometheus_client import CollectorRegistry, Counter, start_http_server
+from streamkit import Prometheus
 
 from stream.broker import free_port
-from streamkit import Prometheus
 
 PROM_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 ALERTS = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from streamkit import drop_state, model, relabel, train_runs
 
 from stream.refine import Refiner, bypassed_milestones, is_success
 from stream.registry import ModelRegistry, decode_model, encode_model, milestone_diff
-from streamkit import drop_state, model, relabel, train_runs
 
 
 def seeded_registry() -> ModelRegistry:
@@ -121,7 +121,7 @@ def test_refinement_needs_the_training_runs():
 def test_the_stream_modules_doctests():
     import doctest
 
-    import stream.cli
+    import stream.console
     import stream.deadletter
     import stream.refine
     import stream.registry
@@ -129,7 +129,7 @@ def test_the_stream_modules_doctests():
     import stream.stall
     import stream.topics
 
-    for module in (stream.cli, stream.deadletter, stream.refine, stream.registry, stream.replay,
+    for module in (stream.console, stream.deadletter, stream.refine, stream.registry, stream.replay,
                    stream.stall, stream.topics):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__

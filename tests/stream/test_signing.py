@@ -5,11 +5,18 @@ import stat
 from types import SimpleNamespace
 
 import pytest
+from streamkit import model
 
 from stream.deadletter import Rejected
 from stream.registry import encode_model
-from stream.signing import HEADER, KEY_ENV, STATE_ENV, model_key, signed_headers, verified_model
-from streamkit import model
+from stream.signing import (
+    HEADER,
+    KEY_ENV,
+    STATE_ENV,
+    model_key,
+    signed_headers,
+    verified_model,
+)
 
 
 def test_the_key_file_is_made_once_with_mode_0600_and_the_env_key_wins(tmp_path, monkeypatch):

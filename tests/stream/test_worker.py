@@ -5,16 +5,32 @@ import base64
 import json
 import random
 import re
-from pathlib import Path
 
 import pytest
 from prometheus_client import generate_latest
+from streamkit import (
+    REPO,
+    TEST,
+    as_records,
+    bad_records,
+    batch_verdicts,
+    example_events,
+    finals,
+    interleave,
+    model,
+    png,
+    renamed,
+)
 
 from stream.registry import ModelRegistry
-from stream.worker import DictStore, Output, Source, StreamProcessor, WorkerSettings, dlq_reason
 from stream.replay import read_events
-from streamkit import (REPO, TEST, as_records, bad_records, batch_verdicts, example_events, finals,
-                       interleave, model, png, renamed)
+from stream.worker import (
+    DictStore,
+    Source,
+    StreamProcessor,
+    WorkerSettings,
+    dlq_reason,
+)
 
 
 def processor(store=None, **settings) -> StreamProcessor:

@@ -13,10 +13,29 @@ import sys
 import time
 import urllib.request
 
+from streamkit import (
+    EXAMPLES,
+    TEST,
+    TRAIN,
+    CpuHogs,
+    Worker,
+    all_final,
+    await_topic,
+    bad_records,
+    batch_verdicts,
+    example_events,
+    final_by_run,
+    interleave,
+    model,
+    produce,
+    publish_events,
+    read_topic,
+    renamed,
+    setup,
+    unique,
+)
+
 from stream.broker import free_port
-from streamkit import (EXAMPLES, TEST, TRAIN, CpuHogs, Worker, all_final, await_topic,
-                       bad_records, batch_verdicts, example_events, final_by_run, interleave,
-                       model, produce, publish_events, read_topic, renamed, setup, unique)
 
 TIMER_REASONS = ("not reached within", "lasted", "events missing")
 

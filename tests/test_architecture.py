@@ -1,0 +1,59 @@
+"""The house shows the method: the core's packages are the stages of judgement, a module
+imports only its own layer and those below it, no module imports itself back through
+others, and no file grows past what one reading holds."""
+from pathlib import Path
+
+import grimp
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# lowest first: a module may import modules of its own layer and of the layers below
+LAYERS = (
+    ("trustlayer.settings", "trustlayer.errors", "trustlayer.graph_marks"),
+    ("trustlayer.observe",),
+    ("trustlayer.model", "trustlayer.model_check", "trustlayer.inputs"),
+    ("trustlayer.compare",),
+    ("trustlayer.learn",),
+    ("trustlayer.judge",),
+    ("trustlayer.show", "trustlayer.score"),
+    ("trustlayer.cli", "trustlayer"),
+    ("stream",),
+)
+MAX_LINES = 400
+
+
+def _layer(module: str) -> int:
+    for number, layer in enumerate(LAYERS):
+        if any(module == name or module.startswith(name + ".") for name in layer):
+            return number
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+
+
+@pytest.fixture(scope="module")
+def imports() -> nx.DiGraph:
+    graph = grimp.build_graph("trustlayer", "stream")
+    found = nx.DiGraph()
+    for module in graph.modules:
+        found.add_node(module)
+        found.add_edges_from((module, imported)
+                             for imported in graph.find_modules_directly_imported_by(module))
+    return found
+
+
+def test_lower_layers_never_import_higher_ones(imports):
+    upward = [f"{a} -> {b}" for a, b in imports.edges
+              if not b.endswith("__init__") and _layer(a) < _layer(b)]
+    assert upward == []
+
+
+def test_no_import_circles(imports):
+    circles = list(nx.simple_cycles(imports))
+    assert circles == []
+
+
+def test_no_file_over_the_limit():
+    long = {str(path.relative_to(ROOT)): n for package in ("trustlayer",)
+            for path in (ROOT / package).rglob("*.py")
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}

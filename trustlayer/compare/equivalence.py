@@ -1,0 +1,200 @@
+"""Tiered, conservative equivalence of an observed state and a model state.
+
+Tiers, cheapest first; each decision keeps the tier that decided and its evidence:
+
+1. ``exact``: the screenshot bytes equal a member's.
+2. ``structure``: for states with text, an accessibility tree or files, the learned
+   templates decide. A salient template missing is *different* (it vetoes any visual
+   likeness: a renamed file is a few pHash bits apart). Every line explained is *same*,
+   whatever the pixels say (the same screen in a dark theme). A few unexplained lines
+   on a screen that also looks the same are *unsure*.
+3. ``phash`` then ``ssim`` (with the learned volatile-pixel mask) for screens without text.
+4. ``llm``: only for pairs still unsure, when enabled and within the run's budget.
+   Without it, unsure means different: states merge only on a confident *same*.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from trustlayer.compare.index import index_of
+from trustlayer.compare.llm import LLMJudge
+from trustlayer.compare.visual import hamming, masked_ssim
+from trustlayer.model import Model, ModelState
+from trustlayer.observe.canonical import content_lines
+from trustlayer.observe.fingerprints import Fingerprint
+from trustlayer.observe.templates import Profile, shape_of, word_tokens
+from trustlayer.settings import Settings
+
+UNSURE_MAX_UNEXPLAINED = 2
+# successful runs whose last states differ in more than half their lines (left out one by
+# one) share no shape of an end: then only the ends themselves accept
+ENDING_MAX_TOLERANCE = 0.5
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The answer of the tiers for one pair: verdict, deciding tier, evidence."""
+
+    verdict: str
+    tier: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def same(self) -> bool:
+        return self.verdict == "same"
+
+
+def _visual(fp: Fingerprint, state: ModelState, settings: Settings) -> Decision:
+    if fp.phash is None or not state.phashes:
+        return Decision("different", "phash", {"reason": "no screenshot on one side"})
+    distance = min(hamming(fp.phash, h) for h in state.phashes)
+    if distance <= settings.phash_same:
+        return Decision("same", "phash", {"phash_distance": distance})
+    if distance >= settings.phash_different or fp.thumbnail is None or not state.thumbnails:
+        return Decision("different", "phash", {"phash_distance": distance})
+    size = settings.thumbnail_size
+    mine = fp.thumbnail_array(size)
+    mask = state.mask_array(size)
+    ssim = max(masked_ssim(mine, np.frombuffer(t, np.uint8).reshape(size, size) / 255.0, mask)
+               for t in state.thumbnails)
+    evidence = {"phash_distance": distance, "ssim": round(ssim, 4)}
+    if ssim >= settings.ssim_same:
+        return Decision("same", "ssim", evidence)
+    if ssim <= settings.ssim_different:
+        return Decision("different", "ssim", evidence)
+    return Decision("unsure", "ssim", evidence)
+
+
+def _tolerated(unexplained: list[str], fp: Fingerprint, state: ModelState, settings: Settings,
+               known_words: frozenset[str]) -> bool:
+    """Whether the unexplained lines are within what the state's successful members showed
+    of each other (its learned tolerance, at least ``known_line_tolerance``), when none
+    of them holds a word that no successful run ever showed (an error message is news,
+    however small a part of the state) or changes a value successful runs showed (188
+    rows for 8)."""
+    if not unexplained:
+        return True
+    if not all(word_tokens(line) <= known_words for line in unexplained):
+        return False
+    content = len(content_lines(fp.lines))
+    if len(unexplained) <= settings.unexplained_line_tolerance * content:
+        return True
+    if state.profile.contradictions(fp.lines):
+        return False
+    if len(unexplained) <= state.tolerance * content:
+        return True
+    # beyond what the members showed, only lines that say something in known words
+    # (not bare numbers or progress marks, where a count changed)
+    return len(unexplained) <= settings.known_line_tolerance * content and all(
+        word_tokens(line) for line in unexplained)
+
+
+def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
+                known_words: frozenset[str], strict: bool) -> Decision:
+    if not fp.has_structure:
+        return Decision("different", "structure", {"reason": "the state has no text"})
+    missing, unexplained = state.profile.compare(fp.lines)
+    evidence = {"missing": missing[:8], "unexplained": unexplained[:8]}
+    if missing:
+        return Decision("different", "structure", evidence)
+    if not strict:  # shown as evidence, not held against the state
+        unexplained = [line for line in unexplained if line not in fp.context]
+    if _tolerated(unexplained, fp, state, settings, known_words):
+        return Decision("same", "structure", evidence)
+    if len(unexplained) <= UNSURE_MAX_UNEXPLAINED and _visual(fp, state, settings).same:
+        return Decision("unsure", "structure", evidence)
+    return Decision("different", "structure", evidence)
+
+
+def _thumbnail_png(raw: bytes | None, size: int) -> bytes | None:
+    if raw is None:
+        return None
+    out = io.BytesIO()
+    Image.frombytes("L", (size, size), raw).save(out, format="PNG")
+    return out.getvalue()
+
+
+def decide(fp: Fingerprint, state: ModelState, settings: Settings,
+           llm: LLMJudge | None = None, known_words: frozenset[str] = frozenset(),
+           strict: bool = False) -> Decision:
+    """Decide whether observed state `fp` is model state `state`: same, different or unsure.
+
+    `llm` is consulted only for a pair the other tiers leave unsure; pass None (the
+    default, and what callers do when the tier is off or the run's budget is spent)
+    and unsure stays unsure, which callers treat as different. `known_words` are the
+    words of the model's successful states: unexplained lines made only of them may use
+    the state's learned tolerance (without them, only ``unexplained_line_tolerance``).
+    Unless `strict` (a state where runs end: everything it shows is evidence), the
+    observation's context lines (how the agent worked, :mod:`trustlayer.observe.context`) are
+    not held against it.
+    """
+    if fp.image_sha is not None and fp.image_sha in state.image_shas:
+        return Decision("same", "exact", {"image_sha": fp.image_sha[:12]})
+    if state.structural:
+        decision = _structural(fp, state, settings, known_words, strict)
+    elif fp.has_structure:
+        decision = Decision("different", "structure", {"reason": "model state has no text"})
+    else:
+        decision = _visual(fp, state, settings)
+    if decision.verdict != "unsure" or llm is None:
+        return decision
+    size = settings.thumbnail_size
+    answer = llm.judge("\n".join(sorted(fp.lines)), "\n".join(state.profile.templates),
+                       _thumbnail_png(fp.thumbnail, size),
+                       _thumbnail_png(state.thumbnails[0] if state.thumbnails else None, size))
+    evidence = dict(decision.evidence, llm_reason=answer.reason, llm_called=answer.called)
+    return Decision("same" if answer.same else "different", "llm", evidence)
+
+
+def judge(model: Model, fp: Fingerprint, state_id: str, llm: LLMJudge | None = None) -> Decision:
+    """:func:`decide` for `model`'s state `state_id`, with the model's own settings and
+    known words, strict for a state where successful runs end."""
+    return decide(fp, model.states[state_id], model.settings, llm, index_of(model).known_words,
+                  strict=state_id in model.accepting)
+
+
+def like_in_shape(model: Model, fp: Fingerprint, state_id: str) -> bool:
+    """Whether an observed state is model state `state_id`'s report asked for another way:
+    the agent's request differs from every successful run's (a context line of the state,
+    such as the command it typed, that the templates do not explain), and each salient
+    line it lacks is there with other counts (:func:`trustlayer.observe.templates.shape_of`:
+    ``45 passed`` for ``141 passed``, a shorter progress bar); the rest as :func:`decide`
+    tolerates. For milestones that are a tool's report on the finished work (the whole
+    suite's result, where a run tested the files it changed). The same request with other
+    counts is no such report: a test deleted shows as one test fewer."""
+    state = model.states[state_id]
+    if not state.structural or not fp.has_structure:
+        return False
+    profile = state.profile
+    missing, unexplained = profile.compare(fp.lines)
+    if not missing or all(profile.template_of(line) is not None for line in fp.context):
+        return False
+    shapes = dict.fromkeys(shape_of(template) for template in missing)
+    in_shape = Profile(list(shapes), [True] * len(shapes))
+    reshaped = [line for line in unexplained if in_shape.template_of(shape_of(line)) is not None]
+    if in_shape.compare({shape_of(line) for line in reshaped})[0]:
+        return False
+    rest = [line for line in unexplained if line not in reshaped and line not in fp.context]
+    return _tolerated(rest, fp, state, model.settings, index_of(model).known_words)
+
+
+def ends_like_success(model: Model, fp: Fingerprint, ids: list[str]) -> bool:
+    """Whether an observed state (matching model states `ids`) is evidence of the goal:
+    one of the states where successful runs ended, or like all their last states together
+    (``model.ending``: every line they all show, nothing beyond the variety they showed
+    among themselves, no learned value changed)."""
+    if not model.accepting or set(ids) & set(model.accepting):
+        return True
+    ending = model.ending
+    if ending is None or not ending.structural or not fp.has_structure \
+            or ending.tolerance > ENDING_MAX_TOLERANCE:
+        return False
+    missing, unexplained = ending.profile.compare(fp.lines)
+    return not missing and _tolerated(unexplained, fp, ending, model.settings,
+                                      index_of(model).known_words)
+

@@ -1,0 +1,136 @@
+"""Candidate lookup of model states for an observed state, sublinear in the model size.
+
+Screens are found through multi-index hashing of the 64-bit perceptual hash (Hamming
+radius ``phash_same``; ``phash_different`` for screens without text, which the SSIM
+band decides); text-bearing states through an inverted index from their rarest exact
+salient line. The
+tiers of :mod:`trustlayer.compare.equivalence` then verify the few candidates.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from trustlayer.compare.visual import hamming
+from trustlayer.model import Model
+from trustlayer.observe.canonical import PLACE_PREFIXES
+from trustlayer.observe.fingerprints import Fingerprint
+from trustlayer.observe.templates import is_exact, template_form, word_tokens
+
+
+class MultiIndexHash:
+    """Multi-index hashing of 64-bit hashes for Hamming-radius queries (Norouzi, Punjani
+    and Fleet, "Fast Search in Hamming Space with Multi-Index Hashing", CVPR 2012).
+
+    The hash is cut into ``radius + 1`` chunks; two hashes within `radius` bits agree
+    exactly on at least one chunk (pigeonhole), so a query reads one bucket per chunk
+    instead of scanning every hash.
+
+    >>> index = MultiIndexHash(radius=1)
+    >>> index.add(0b1111, "a"); index.add(0xFF00, "b"); index.add(0b1110, "c")
+    >>> sorted(index.within(0b1111))
+    ['a', 'c']
+    """
+
+    def __init__(self, radius: int):
+        self.radius = radius
+        count = radius + 1
+        bounds = [round(64 * i / count) for i in range(count + 1)]
+        self.chunks = [(low, (1 << (high - low)) - 1) for low, high in zip(bounds, bounds[1:])]
+        self.tables: list[dict[int, list[tuple[int, object]]]] = [{} for _ in self.chunks]
+
+    def add(self, value: int, payload: object) -> None:
+        for table, (shift, bits) in zip(self.tables, self.chunks):
+            table.setdefault((value >> shift) & bits, []).append((value, payload))
+
+    def within(self, value: int) -> set[object]:
+        """Payloads of every hash within `radius` bits of `value`."""
+        found = set()
+        for table, (shift, bits) in zip(self.tables, self.chunks):
+            for other, payload in table.get((value >> shift) & bits, ()):
+                if hamming(value, other) <= self.radius:
+                    found.add(payload)
+        return found
+
+
+class StateIndex:
+    """Finds the model states worth verifying for an observed state."""
+
+    def __init__(self, model: Model):
+        self.near = MultiIndexHash(model.settings.phash_same)
+        self.wide = MultiIndexHash(model.settings.phash_different)
+        self.by_line: dict[str, set[str]] = {}
+        self.unanchored: set[str] = set()
+        self.size = len(model.states)
+        self.vocabulary: set[str] = set()  # words of every state's templates
+        known: set[str] = set()  # ... of the successful runs' states only
+        negative = set(model.negative)
+        self.by_image: dict[str, set[str]] = {}
+        anchors: dict[str, list[str]] = {}
+        for sid, state in model.states.items():
+            words = set().union(*map(word_tokens, state.profile.templates))
+            self.vocabulary |= words
+            if sid not in negative:
+                known |= words
+            for sha in state.image_shas:
+                self.by_image.setdefault(sha, set()).add(sid)
+            for phash in state.phashes:
+                self.near.add(phash, sid)
+                if not state.structural:
+                    self.wide.add(phash, sid)
+            if state.structural:
+                anchors[sid] = [t for t in state.profile.salient_templates
+                                if is_exact(t) and not t.startswith(PLACE_PREFIXES)]
+        self.known_words = frozenset(known)
+        self.required = {sid: frozenset(lines) for sid, lines in anchors.items() if lines}
+        holders = Counter(t for lines in anchors.values() for t in lines)
+        for sid, lines in anchors.items():
+            if not lines:
+                self.unanchored.add(sid)
+                continue
+            # a state matches only if the observation has every salient line, so its
+            # rarest one is a necessary key
+            rarest = min(lines, key=lambda t: (holders[t], t))
+            self.by_line.setdefault(rarest, set()).add(sid)
+
+    def novelty(self, fp: Fingerprint) -> list[str]:
+        """Words of the observed state that no training state ever showed."""
+        return sorted({word for line in fp.lines for word in word_tokens(line)} - self.vocabulary)
+
+    def candidates(self, fp: Fingerprint) -> set[str]:
+        """Model states that could be the observed state (a superset of the matches, with
+        near misses: what a report shows)."""
+        return self._candidates(fp, {template_form(line) for line in fp.lines})
+
+    def _candidates(self, fp: Fingerprint, forms: set[str], visual: bool = True) -> set[str]:
+        found = set(self.unanchored) if fp.has_structure else set()
+        if visual and fp.phash is not None:
+            found |= self.near.within(fp.phash)
+            if not fp.has_structure:  # screens without text: the SSIM band needs more
+                found |= self.wide.within(fp.phash)
+        for form in forms:
+            found.update(self.by_line.get(form, ()))
+        return found
+
+    def plausible(self, fp: Fingerprint) -> set[str]:
+        """The candidates that can still be *same*: the observation has every exact
+        salient line of theirs, or a member's very image (a set test instead of the
+        structure tier's line-by-line check, for the states that would fail it).
+
+        An observation with text is looked up by its lines and image bytes alone, its
+        screenshot not decoded: a state its pHash alone would add is a screen without
+        text (*different* from it), or one that lacks a line it requires, or one its
+        lines find anyway."""
+        forms = {template_form(line) for line in fp.lines}
+        exact = self.by_image.get(fp.image_sha, set()) if fp.image_sha else set()
+        found = self._candidates(fp, forms, visual=not fp.has_structure) | exact
+        return {sid for sid in found
+                if sid in exact or self.required.get(sid, frozenset()) <= forms}
+
+
+def index_of(model: Model) -> StateIndex:
+    """The model's index, built once per model (and again if states were added)."""
+    index = getattr(model, "_state_index", None)
+    if index is None or index.size != len(model.states):
+        index = StateIndex(model)
+        model._state_index = index
+    return index

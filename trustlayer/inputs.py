@@ -1,0 +1,63 @@
+"""What commands read from a user: trace files and folders, labels beside them and model
+files, with progress shown on long reads and a :class:`~trustlayer.errors.UsageError`
+that says what to give instead."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from tqdm import tqdm
+
+from trustlayer.errors import ModelError, UsageError
+from trustlayer.model import Model
+from trustlayer.observe.traces import Run, load_labels, read_run, trace_files
+
+
+def progress(items: Sequence, description: str, quiet: bool) -> Any:
+    """`items` with a progress bar on standard error (none when quiet or for one item)."""
+    return tqdm(items, desc=description, unit="run", disable=quiet or len(items) < 2,
+                file=sys.stderr, leave=False)
+
+
+def read_traces(paths: Sequence[str], description: str, quiet: bool) -> list[Run]:
+    """Every run in the trace files and folders `paths`."""
+    files = list(trace_files(paths))
+    if not files:
+        raise UsageError(f"no .jsonl trace files in {', '.join(paths)}")
+    return [read_run(f) for f in progress(files, description, quiet)]
+
+
+def labels_near(paths: Sequence[str]) -> dict[str, Any]:
+    """The ``labels.json`` of the folders `paths` are or are in, merged."""
+    labels: dict[str, Any] = {}
+    for path in map(Path, paths):
+        folder = path if path.is_dir() else path.parent
+        if (folder / "labels.json").is_file():
+            labels.update(load_labels(folder))
+    return labels
+
+
+def load_model(path: str) -> Model:
+    """:meth:`Model.load`, with a hint when a trace or a folder of traces came first."""
+    given = Path(path)
+    if given.is_dir() or given.suffix == ".jsonl":
+        what = "a folder" if given.is_dir() else "a trace file"
+        raise UsageError(f"{path}: is {what}, not a model file; the model comes first: "
+                         "trustlayer validate MODEL.json RUN...")
+    try:
+        return Model.load(path)
+    except ModelError:
+        raise
+    except (ValueError, RecursionError) as exc:  # a number of over 4,300 digits, deep nesting
+        raise ModelError(f"{path}: not a JSON model file ({str(exc)[:120]})") from None
+
+
+def task_runs(model: Model, paths: Sequence[str], quiet: bool) -> list[Run]:
+    """The runs under `paths`, each checked to be of the model's task."""
+    runs = read_traces(paths, "reading", quiet)
+    for run in runs:
+        if run.task != model.task:
+            raise UsageError(f"{run.source}: run of task '{run.task}', model is for "
+                             f"'{model.task}'")
+    return runs

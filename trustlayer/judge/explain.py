@@ -1,0 +1,144 @@
+"""A judged run as reports show it: each observed frame with the model state it matched,
+the divergence point of a failed run, the milestone it missed and where, and the
+equivalence decisions a person may doubt. No HTML: :mod:`trustlayer.show.html` draws it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from trustlayer.compare.equivalence import Decision, judge
+from trustlayer.compare.index import StateIndex
+from trustlayer.compare.llm import LLMJudge
+from trustlayer.judge.matcher import FAILED, Matcher, Status
+from trustlayer.judge.phases import Phase, frame_phases, phases, where
+from trustlayer.model import Model
+from trustlayer.observe.steps import Step, run_steps
+from trustlayer.observe.traces import Event, Run
+
+MAX_DOUBTS = 6
+
+
+@dataclass
+class Frame:
+    """One observed state of a run, as the report shows it."""
+
+    seq: int
+    event: Event
+    step: Step | None
+    ids: list[str]
+    via: list[str]
+    novel: list[str]
+    phase: int
+    milestone: str | None = None
+    diverged: bool = False
+    negative: str | None = None
+
+
+@dataclass
+class RunView:
+    """What the report shows of one run."""
+
+    run: Run
+    status: Status
+    frames: list[Frame]
+    divergence: int | None = None
+    missing: str | None = None
+    location: str = ""
+    doubts: list[tuple[Frame, str, Decision, str]] = field(default_factory=list)
+
+
+def _divergence(model: Model, frames: Sequence[Frame], status: Status,
+                found: Sequence[Phase]) -> int | None:
+    """Index of the frame where a failed run left what successful runs do: after the last
+    milestone it reached, the first frame that is neither that state again nor one that
+    successful runs go to next; a negative milestone's frame; else the last frame."""
+    if status.status != FAILED or not frames:
+        return None
+    if status.reason and status.reason.startswith("negative milestone"):
+        return next((i for i, f in enumerate(frames) if f.seq == status.detected_at_seq),
+                    len(frames) - 1)
+    reached = {sid for sid in model.essential if model.name(sid) in status.matched}
+    last = max((i for i, f in enumerate(frames) if reached & set(f.ids)), default=-1)
+    known = set(frames[last].ids) if last >= 0 else None
+    for index in range(last + 1, len(frames)):
+        ids = set(frames[index].ids)
+        expected = (known | set().union(*(model.successors(s) for s in known))) if known \
+            else set(found[0].states) if found else set()
+        if not ids & expected:
+            return index
+        known = ids
+    return len(frames) - 1
+
+
+def _doubt(decision: Decision, settings: Any) -> str | None:
+    """Why a person may doubt this decision, or None when it is clear-cut."""
+    evidence = decision.evidence
+    if decision.verdict == "unsure":
+        return "the tiers were unsure (without the LLM tier, unsure counts as different)"
+    if decision.tier == "ssim" and decision.same:
+        return "the perceptual hashes disagreed; SSIM on the thumbnails decided"
+    if decision.tier == "phash" and decision.same and \
+            evidence.get("phash_distance", 0) >= settings.phash_same:
+        return "the perceptual hashes are at the edge of 'same'"
+    if decision.tier == "structure" and decision.same and evidence.get("unexplained"):
+        return "same, with lines no template explains (tolerated)"
+    if decision.tier == "structure" and not decision.same and \
+            len(evidence.get("missing", [])) == 1 and len(evidence.get("unexplained", [])) <= 2:
+        return "different by a single expected line: a near miss"
+    return None
+
+
+def analyse_run(model: Model, run: Run, index: StateIndex | None = None,
+                llm: LLMJudge | None = None) -> RunView:
+    """Judge `run` with the matcher (as ``validate`` does, with the LLM tier when the model
+    enables it) and gather what the report shows of it."""
+    matcher = Matcher(model, llm)
+    for event in run.events:
+        matcher.feed(event)
+    if run.end is None:
+        matcher.close(run.events[-1].seq)
+    status = matcher.status
+    steps = {step.seq: step for step in run_steps(run, model.settings)}
+    events = {event.seq: event for event in run.events}
+    found = phases(model)
+    in_phase = frame_phases(model, matcher.history)
+    frames = []
+    for entry, phase in zip(matcher.history, in_phase):
+        milestone = next((sid for sid in entry["ids"] if sid in model.essential), None)
+        frames.append(Frame(entry["seq"], events[entry["seq"]], steps.get(entry["seq"]),
+                            list(entry["ids"]), list(entry["via"]), list(entry["novel"]),
+                            phase, milestone))
+    view = RunView(run, status, frames)
+    view.divergence = _divergence(model, frames, status, found)
+    if view.divergence is not None:
+        frame = frames[view.divergence]
+        frame.diverged = True
+        if frame.step is not None:
+            frame.negative = next((sid for sid in model.negative
+                                   if judge(model, frame.step.fingerprint, sid).same), None)
+        by_name = {model.name(sid): sid for sid in model.states}
+        view.missing = by_name.get(status.missing[0]) if status.missing else None
+        view.location = where(model, view.missing) if view.missing else ""
+    index = index or StateIndex(model)
+    seen: set[tuple[str, str]] = set()
+    for frame in frames:
+        if frame.step is None:
+            continue
+        for sid in sorted(index.candidates(frame.step.fingerprint)):
+            decision = judge(model, frame.step.fingerprint, sid)
+            why = _doubt(decision, model.settings)
+            key = (frame.step.fingerprint.image_sha or str(sorted(frame.step.fingerprint.lines)),
+                   sid)
+            if why and key not in seen:
+                seen.add(key)
+                view.doubts.append((frame, sid, decision, why))
+    view.doubts.sort(key=lambda d: (d[2].verdict != "unsure", d[0].seq))
+    del view.doubts[MAX_DOUBTS:]
+    return view
+
+
+def analyse_runs(model: Model, runs: Sequence[Run]) -> list[RunView]:
+    """Each run judged (as ``validate`` does) and analysed for the report."""
+    index = StateIndex(model)
+    llm = LLMJudge(model.settings.llm) if model.settings.llm.enabled else None
+    return [analyse_run(model, run, index, llm) for run in runs]

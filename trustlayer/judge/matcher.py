@@ -1,0 +1,334 @@
+"""Incremental matching of one run against a model: one event in, the run's status out.
+
+The essential states must appear in order, extra states allowed (skip-till-next-match);
+interruptions among them (:func:`trustlayer.learn.learner._interruptions`) may be skipped.
+A run fails for certain when it ends without every milestone or when a negative
+milestone appears; it is ``at_risk`` (an early warning, not a failure) when it shows a
+state whose dominating milestone has not been seen yet. The verdict never reads the
+run's own ``outcome`` or ``self_report``. The batch validator is a loop over
+:meth:`Matcher.feed`; the streaming worker runs the same code.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from trustlayer.compare.equivalence import ends_like_success, judge, like_in_shape
+from trustlayer.compare.index import index_of
+from trustlayer.compare.llm import LLMJudge
+from trustlayer.judge.cause import explain_failure
+from trustlayer.learn.evidence import output_call
+from trustlayer.model import Model
+from trustlayer.observe.canonical import shows
+from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
+from trustlayer.observe.steps import StepBuilder, action_signatures
+from trustlayer.observe.traces import Action, Event, Run
+
+RUNNING, AT_RISK, PASSED, FAILED = "running", "at_risk", "passed", "failed"
+
+
+@dataclass
+class Status:
+    """The run's status after the last event fed."""
+
+    run_id: str
+    task: str
+    status: str = RUNNING
+    reason: str | None = None
+    cause: str | None = None
+    coverage: float = 0.0
+    matched: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    detected_at_seq: int | None = None
+    final: bool = False
+    llm_calls: int = 0
+    unknown_states: int = 0
+    model_version: int = 0
+    event_ts: float | None = None
+
+    @property
+    def verdict(self) -> str | None:
+        """``pass`` or ``fail`` once final, else None."""
+        if self.status == FAILED:
+            return "fail"
+        return "pass" if self.final and self.status == PASSED else None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(asdict(self), verdict=self.verdict)
+
+
+class Matcher:
+    """Judges one run incrementally, River-style: ``feed(event) -> Status``.
+
+    Parameters
+    ----------
+    model : the task's model.
+    llm : optional LLM judge for pairs the cheap tiers leave unsure (off when None);
+        at most ``model.settings.llm.max_calls_per_run`` calls are made for the run.
+    """
+
+    def __init__(self, model: Model, llm: LLMJudge | None = None):
+        self.model, self.llm = model, llm
+        self.builder = StepBuilder(model.settings)
+        self.position = 0
+        self.history: list[dict[str, Any]] = []
+        self.matched_at: dict[str, int] = {}
+        self.start_ts: float | None = None
+        self.outputs: dict[str, str] = {}  # required call -> the last value the agent gave
+        self.outputs_shown: dict[str, bool] = {}  # ... and whether the screen showed it
+        self.removals = RemovalLedger(model.required_removals)
+        self.reshaped: list[str] = []  # transient milestones met with other counts
+        self.state: Status | None = None
+
+    @property
+    def status(self) -> Status | None:
+        return self.state
+
+    def _llm_for_run(self) -> LLMJudge | None:
+        if self.llm is None or not self.model.settings.llm.enabled:
+            return None
+        if self.state.llm_calls >= self.model.settings.llm.max_calls_per_run:
+            return None
+        return self.llm
+
+    def _matches(self, step) -> list[str]:
+        found = []
+        for sid in sorted(index_of(self.model).plausible(step.fingerprint)):
+            llm = self._llm_for_run()
+            decision = judge(self.model, step.fingerprint, sid, llm)
+            if decision.evidence.get("llm_called"):
+                self.state.llm_calls += 1
+            if decision.same:
+                found.append(sid)
+        return found
+
+    def feed(self, event: Event) -> Status:
+        """Take the run's next event (in `seq` order) and return the run's status."""
+        if self.state is None:
+            self.state = Status(event.run_id, event.task, model_version=self.model.version,
+                                missing=[self.model.name(s) for s in self.model.essential])
+            self.start_ts = event.ts
+        self.state.event_ts = event.ts
+        if self.state.final:
+            return self.state
+        if event.kind == "action" and event.action.value is not None \
+                and (call := output_call(event.action)) in self.model.required_outputs:
+            self.outputs[call] = event.action.value
+            self.outputs_shown[call] = shows(self.builder.previous_lines, event.action.value)
+        before = self.builder.previous_lines
+        step = self.builder.feed(event)
+        if step is not None:
+            if self.model.required_removals:
+                self.removals.observe(event.observation.text,
+                                      changed_in_facts(before, step.fingerprint.lines))
+            self._observe(step)
+        elif event.kind == "end":
+            self.close(event.seq)
+        return self.state
+
+    def _observe(self, step) -> None:
+        ids = self._matches(step)
+        negatives = [sid for sid in ids if sid in self.model.negative]
+        known = [sid for sid in ids if sid not in self.model.negative]
+        upcoming = self._upcoming_transient()
+        if upcoming and upcoming not in known and like_in_shape(self.model, step.fingerprint,
+                                                                upcoming):
+            known.append(upcoming)
+            self.reshaped.append(upcoming)
+        novel = index_of(self.model).novelty(step.fingerprint) if not known else []
+        ends = ends_like_success(self.model, step.fingerprint, known)
+        self.history.append({"seq": step.seq, "ts": step.ts, "ids": known,
+                             "via": action_signatures(step), "novel": novel[:8], "ends": ends,
+                             "files_moved": step.files_moved})
+        if not known:
+            self.state.unknown_states += 1
+        if negatives and not known:
+            negative = self.model.states[negatives[0]]
+            self._fail(step.seq, f"negative milestone '{negative.name}' appeared",
+                       negative.negative_cause or "product_bug")
+            return
+        if self.state.status == FAILED:
+            return
+        # a milestone where successful runs end is met by a state like all their ends
+        # together (when it is none of their end states itself)
+        pooled = ends and not set(known) & set(self.model.accepting)
+        self._advance(known + (list(self.model.accepting) if pooled else []), step.seq)
+
+    def _upcoming_transient(self) -> str | None:
+        """The next milestone to reach, if it is a tool's report (``model.transient``)."""
+        essential = self.model.essential
+        upcoming = essential[self.position] if self.position < len(essential) else None
+        return upcoming if upcoming in self.model.transient else None
+
+    def _advance(self, ids: list[str], seq: int) -> None:
+        essential, soft = self.model.essential, set(self.model.soft)
+        for target in range(self.position, len(essential)):
+            if essential[target] in ids:
+                self.matched_at[essential[target]] = seq
+                self.position = target + 1
+                self.state.warnings = []
+                break
+            if essential[target] not in soft:
+                break
+        else:
+            target = None
+        if target is None or self.position <= target:
+            self._warn(ids)
+        self._update(seq)
+
+    def _warn(self, ids: list[str]) -> None:
+        essential = self.model.essential
+        for sid in ids:
+            needed = sid if sid in essential else self.model.idom.get(sid)
+            if needed in essential and essential.index(needed) > self.position - (sid != needed):
+                blocking = essential[self.position]
+                if blocking in self.model.soft:
+                    continue
+                warning = (f"reached '{self.model.name(sid)}' before "
+                           f"'{self.model.name(blocking)}'")
+                if warning not in self.state.warnings:
+                    self.state.warnings.append(warning)
+
+    def _update(self, seq: int) -> None:
+        essential = self.model.essential
+        self.state.matched = [self.model.name(s) for s in essential if s in self.matched_at]
+        self.state.missing = [self.model.name(s) for s in essential[self.position:]
+                              if s not in self.model.soft]
+        total = len(essential)
+        self.state.coverage = round(len(self.matched_at) / total, 4) if total else 1.0
+        done = self.position >= total or all(s in self.model.soft for s in essential[self.position:])
+        if done and self._accepted():
+            self.state.status, self.state.reason = PASSED, "every essential milestone reached"
+            if self.state.detected_at_seq is None:
+                self.state.detected_at_seq = seq
+        else:
+            self.state.status = AT_RISK if self.state.warnings else RUNNING
+
+    def _accepted(self) -> bool:
+        """Whether the run ended where successful runs end: its last state is such a
+        state, or only extras came after one (states no successful run showed, with no
+        word none of them showed: a spinner, a toast)."""
+        for entry in reversed(self.history):
+            if entry["ends"]:
+                return True
+            if entry["ids"] or entry["novel"]:
+                return False
+        return False
+
+    def _wrong_output(self) -> tuple[str, str, str] | None:
+        """A tool call made with another value than every successful run gave it."""
+        for call, value in self.model.required_outputs.items():
+            given = self.outputs.get(call)
+            if given is not None and given != value:
+                return call, given, value
+        return None
+
+    def _route_warnings(self) -> list[str]:
+        return [f"took a route no successful run took: skipped '{self.model.name(sid)}'"
+                for sid in self.model.incidental if sid not in self.matched_at] + [
+            f"showed '{self.model.name(sid)}' with other counts than every successful run"
+            for sid in dict.fromkeys(self.reshaped) if sid in self.matched_at]
+
+    def _fail(self, seq: int, reason: str, cause: str | None) -> None:
+        self.state.status, self.state.reason, self.state.cause = FAILED, reason, cause
+        self.state.detected_at_seq = seq
+        self.state.final = True
+
+    def close(self, seq: int) -> None:
+        """Judge the run as ended after event `seq` (its end event, or its last one)."""
+        if self.state is None or self.state.final:
+            return
+        wrong = self._wrong_output()
+        if self.state.status == PASSED and wrong is None:
+            kept = self.removals.missing(self.model.required_removals)
+            if kept:
+                self._fail(seq, describe(kept), "agent_error")
+                return
+            self.state.final = True
+            self.state.warnings = self._route_warnings()
+            return
+        headline = None if wrong is None else (
+            f"the agent called {wrong[0]}:{wrong[1]}; every successful run called it "
+            f"with '{wrong[2]}'")
+        reason, cause = explain_failure(self.model, self.history, self.position,
+                                        list(self.matched_at), headline,
+                                        wrong is not None and self.outputs_shown[wrong[0]])
+        if not self.state.missing and not self._accepted():
+            self.state.missing = [" or ".join(self.model.name(s) for s in self.model.accepting)]
+        self._fail(seq, reason, cause)
+
+    def tick(self, now: float) -> Status | None:
+        """Fail the run if a learned deadline has passed at time `now` (the stream's timer):
+        the next milestone not reached within ``deadline_factor`` times the slowest
+        successful run, or the current state lasting far longer than it ever did."""
+        if self.state is None or self.state.final or self.state.status == PASSED:
+            return self.state
+        timing, factor = self.model.timing, self.model.settings.deadline_factor
+        upcoming = self.model.essential[self.position]
+        reach = timing["time_to_reach"].get(upcoming)
+        if reach and now - self.start_ts > factor * reach["max"] + 1.0:
+            self._fail(self.history[-1]["seq"] if self.history else 0,
+                       f"'{self.model.name(upcoming)}' not reached within "
+                       f"{factor * reach['max'] + 1.0:.0f} s; successful runs reached it within "
+                       f"{reach['max']:.0f} s", "product_bug")
+            return self.state
+        if self.history and self.history[-1]["ids"]:
+            current = self.history[-1]["ids"][0]
+            dwell = timing["dwell"].get(current)
+            lasted = now - self.history[-1]["ts"]
+            if dwell and lasted > factor * dwell["max"] + 1.0:
+                self._fail(self.history[-1]["seq"],
+                           f"'{self.model.name(current)}' lasted {lasted:.0f} s; successful runs "
+                           f"left it within {dwell['max']:.0f} s", "product_bug")
+        return self.state
+
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-serialisable state, for the stream's table (see :meth:`restore`)."""
+        return {"position": self.position, "history": self.history,
+                "matched_at": self.matched_at, "start_ts": self.start_ts,
+                "outputs": self.outputs, "outputs_shown": self.outputs_shown,
+                "removed": {path: sorted(lines) for path, lines in self.removals.removed.items()},
+                "unseen": sorted(self.removals.unseen), "reshaped": self.reshaped,
+                "holders": {path: {line: sorted(held) for line, held in holders.items()}
+                            for path, holders in self.removals.holders.items()},
+                "baseline_files": self.builder.baseline_files,
+                "pending": [asdict(a) for a in self.builder.pending],
+                "previous_lines": None if self.builder.previous_lines is None else
+                sorted(self.builder.previous_lines),
+                "status": None if self.state is None else asdict(self.state)}
+
+    @classmethod
+    def restore(cls, model: Model, data: dict[str, Any], llm: LLMJudge | None = None) -> "Matcher":
+        """Rebuild a matcher from :meth:`snapshot`."""
+        matcher = cls(model, llm)
+        matcher.position, matcher.history = data["position"], data["history"]
+        matcher.matched_at, matcher.start_ts = dict(data["matched_at"]), data["start_ts"]
+        matcher.outputs = dict(data.get("outputs", {}))
+        matcher.outputs_shown = dict(data.get("outputs_shown", {}))
+        # (records written before these were kept hold none)
+        matcher.removals.removed = {path: set(lines)
+                                    for path, lines in data.get("removed", {}).items()}
+        matcher.removals.unseen = set(data.get("unseen", ()))
+        matcher.removals.holders = {path: {line: set(held) for line, held in holders.items()}
+                                    for path, holders in data.get("holders", {}).items()}
+        matcher.reshaped = list(data.get("reshaped", ()))
+        matcher.builder.baseline_files = data["baseline_files"]
+        matcher.builder.pending = [Action(**a) for a in data["pending"]]
+        previous = data.get("previous_lines")
+        matcher.builder.previous_lines = None if previous is None else frozenset(previous)
+        matcher.state = None if data["status"] is None else Status(**data["status"])
+        return matcher
+
+
+def judge_run(model: Model, run: Run, llm: LLMJudge | None = None) -> Status:
+    """The batch validator for one run: feed every event, return the final status.
+    A run without an end event is judged as if it had ended after its last event."""
+    matcher = Matcher(model, llm)
+    status = None
+    for event in run.events:
+        status = matcher.feed(event)
+    if run.end is None:
+        matcher.close(run.events[-1].seq)
+        status = matcher.status
+    return status

@@ -1,0 +1,156 @@
+"""What in the successful runs is evidence of the goal, learned from those runs.
+
+Each read from the training data, never from rules about one application:
+
+* **accepting states**: the model states where successful runs ended. A run that ends
+  anywhere else has shown no evidence of the goal, whatever milestones it passed; a
+  milestone that is such a state is met by any state like the successful runs' ends.
+* **incidental milestones**: essential states that, in every successful run, left no
+  trace and were stale by the end. No trace: what the state added (a tool's output, a
+  status line, a file's text read, a page left for another) is not in the run's last
+  state at the same place (title and URL). Stale: the run changed something lasting
+  after it (a file written, text typed, a filter applied), so what it showed was about
+  a world that no longer is (a bug reproduced before the fix, a baseline test run, a
+  cursor position before typing, the table before filtering). Successful runs merely
+  shared such a habit; a run may skip it with a warning. A milestone that leaves
+  something behind, or observed the finished work (the last test run, the page visited
+  last before the end) stays required.
+* **habit lines**: context lines of a state (:mod:`trustlayer.observe.context`: echoes of the
+  agent's own action, receipts of a write, facts of files the step did not touch) that
+  are gone by the run's last state: how the agent chose to work, not what the product
+  did. They never make a template salient (typed text that stays in the document is
+  not such a line).
+* **required outputs**: tool calls every successful run made with one and the same value
+  and that the product did not answer (an answer reported); a run making that call with
+  another value did something no successful run did. A call the product answered (a
+  command run, a page asked for) is a request: another one may ask the same another way.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from trustlayer.observe.canonical import PLACE_PREFIXES, content_lines
+from trustlayer.observe.context import context_lines
+from trustlayer.observe.steps import Step
+from trustlayer.observe.traces import Action, Observation, Run
+
+Path = Sequence[tuple[str, Step]]  # a run's (model state id, step) in order
+OUTPUT_ACTION_TYPES = ("tool", "api")
+
+
+def habit_lines(step: Step, before: Step | None, last_lines: frozenset[str]) -> frozenset[str]:
+    """The context lines of `step` (see :mod:`trustlayer.observe.context`; `before` is the run's
+    previous step) that are gone from the run's last state (`last_lines`).
+
+    >>> from trustlayer.observe.fingerprints import Fingerprint
+    >>> fp = Fingerprint(frozenset({"X|$ pytest -q tests", "X|3 passed", "U|/lab"}))
+    >>> step = Step(1, 0.0, fp, (Action("tool", "run_tests", "pytest -q tests"),))
+    >>> before = Step(0, 0.0, Fingerprint(frozenset({"U|/lab"})), ())
+    >>> sorted(habit_lines(step, before, frozenset()))
+    ['X|$ pytest -q tests']
+    """
+    return context_lines(step.fingerprint.lines, before and before.fingerprint.lines,
+                         step.actions) - last_lines
+
+
+def accepting_states(paths: Mapping[str, Path]) -> list[str]:
+    """Model states holding a successful run's last state, in first-seen order.
+
+    >>> from trustlayer.observe.fingerprints import Fingerprint
+    >>> step = Step(0, 0.0, Fingerprint(frozenset({"X|done"})), ())
+    >>> accepting_states({"r1": [("s0", step), ("s3", step)], "r2": [("s4", step)]})
+    ['s3', 's4']
+    """
+    return list(dict.fromkeys(path[-1][0] for path in paths.values() if path))
+
+
+def _place(step: Step) -> frozenset[str]:
+    return frozenset(line for line in step.fingerprint.lines if line.startswith(PLACE_PREFIXES))
+
+
+def _lasting_additions(path: Path) -> list[bool]:
+    """For each step of a run: whether it added something still there in the run's last
+    state, at the same place (title and URL) as the last state: what a page showed is
+    not carried to another page (the first step always counts)."""
+    last_step = path[-1][1]
+    last, last_place = content_lines(last_step.fingerprint.lines), _place(last_step)
+    lasting = [True]
+    for (_, before), (_, here) in zip(path, path[1:]):
+        added = content_lines(here.fingerprint.lines) - content_lines(before.fingerprint.lines)
+        lasting.append(_place(here) == last_place and bool(added & last))
+    return lasting
+
+
+def _first_visits(state_id: str, paths: Mapping[str, Path]) -> list[tuple[str, int]]:
+    return [(run_id, next(i for i, (sid, _) in enumerate(path) if sid == state_id))
+            for run_id, path in paths.items()]
+
+
+def milestone_kinds(essential: Sequence[str], accepting: Sequence[str],
+                    paths: Mapping[str, Path]) -> tuple[list[str], list[str]]:
+    """The essential states that are *incidental* (a habit in every successful run: no
+    trace, stale by the end; see the module docstring) and those that are *transient*
+    (no trace in any run, but not stale in all: a last test run's output; kept as
+    milestones, yet a run showing the same result another way misses them: worth a look
+    by a person). States where successful runs end are neither."""
+    lasting = {run_id: _lasting_additions(path) for run_id, path in paths.items()}
+    incidental, transient = [], []
+    for state_id in essential:
+        if state_id in accepting:
+            continue
+        visits = _first_visits(state_id, paths)
+        if any(lasting[run_id][first] for run_id, first in visits):
+            continue
+        stale = all(any(lasting[run_id][first + 1:-1]) for run_id, first in visits)
+        (incidental if stale else transient).append(state_id)
+    return incidental, transient
+
+
+def output_call(action: Action) -> str:
+    """The name of a tool call, across runs: its type and target (``tool:report_answer``)."""
+    return f"{action.type}:{action.target or ''}"
+
+
+def _shown(observation: Observation) -> tuple:
+    return (observation.text, observation.a11y, observation.url, observation.title,
+            observation.files)
+
+
+def _output_calls(run: Run) -> dict[str, set[str]]:
+    """The run's tool calls that the product did not answer (the next state shows what
+    the one before it showed, or none follows): what the agent reported, not a request
+    such as a command it ran."""
+    calls: dict[str, set[str]] = {}
+    shown, pending = None, []
+
+    def keep(actions: list[Action]) -> None:
+        for action in actions:
+            calls.setdefault(output_call(action), set()).add(action.value)
+
+    for event in run.events:
+        if event.kind == "action" and event.action.type in OUTPUT_ACTION_TYPES \
+                and event.action.value is not None:
+            pending.append(event.action)
+        elif event.kind == "state":
+            now = _shown(event.observation)
+            if now == shown:
+                keep(pending)
+            shown, pending = now, []
+    keep(pending)
+    return calls
+
+
+def required_outputs(runs: Sequence[Run]) -> dict[str, str]:
+    """``"type:target" -> value`` for tool calls that every successful run made, always
+    with the same value, and that the product did not answer (with two runs or more; a
+    call after the last state counts): an answer reported, not a command run."""
+    if len(runs) < 2:
+        return {}
+    per_run = [_output_calls(run) for run in runs]
+    shared = set.intersection(*(set(calls) for calls in per_run))
+    required = {}
+    for call in sorted(shared):
+        values = set().union(*(calls[call] for calls in per_run))
+        if len(values) == 1:
+            required[call] = values.pop()
+    return required

@@ -1,0 +1,296 @@
+"""Learn a task model from successful runs (and, optionally, failed ones).
+
+Pipeline: fingerprint every state -> group corresponding states across runs
+(:mod:`trustlayer.learn.align`) -> learn each group's templates and visual exemplars ->
+merge the runs into one graph -> essential chain = dominators of SUCCESS
+(:mod:`trustlayer.learn.dominators`) -> interruptions, timing, names, negative milestones.
+"""
+from __future__ import annotations
+
+import logging
+import statistics
+from collections import Counter, defaultdict
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from trustlayer.compare.equivalence import decide, judge
+from trustlayer.compare.index import index_of
+from trustlayer.compare.visual import learn_volatile_mask
+from trustlayer.learn.align import group_states
+from trustlayer.learn.dominators import (
+    START,
+    SUCCESS,
+    VISIT_MARK,
+    convergence_points,
+    essential_chain,
+    immediate_dominators,
+    merged_graph,
+    unroll_visits,
+)
+from trustlayer.learn.evidence import (
+    accepting_states,
+    habit_lines,
+    milestone_kinds,
+    required_outputs,
+)
+from trustlayer.learn.naming import name_states
+from trustlayer.model import Model, ModelState
+from trustlayer.observe.canonical import content_lines
+from trustlayer.observe.edits import required_removals
+from trustlayer.observe.steps import Step, action_signatures, run_steps
+from trustlayer.observe.templates import (
+    borrow_variation,
+    learn_profile,
+    novelty,
+    varied_words,
+)
+from trustlayer.observe.traces import Run
+from trustlayer.settings import Settings
+
+log = logging.getLogger(__name__)
+MAX_EXEMPLARS = 3
+INTERRUPTION_MIN_KEPT = 0.5  # most of an interruption's text is the screen beneath it
+Progress = Callable[[Iterable], Iterable]
+
+
+class LearnError(ValueError):
+    """Runs from which no model can be learned."""
+
+
+def _build_state(state_id: str, members: Sequence[tuple[str, Step]], size: int,
+                 habits: Sequence[frozenset[str]] | None = None) -> ModelState:
+    fps = [step.fingerprint for _, step in members]
+    structural = any(fp.has_structure for fp in fps)
+    thumbs = [fp.thumbnail for fp in fps if fp.thumbnail is not None]
+    arrays = [np.frombuffer(t, np.uint8).reshape(size, size) / 255.0 for t in thumbs]
+    mask = learn_volatile_mask(arrays)
+    lines = [fp.lines for fp in fps] if structural else []
+    return ModelState(
+        id=state_id, name="", profile=learn_profile(lines, habits), structural=structural,
+        image_shas=sorted({fp.image_sha for fp in fps if fp.image_sha}),
+        phashes=sorted({fp.phash for fp in fps if fp.phash is not None}),
+        thumbnails=thumbs[:MAX_EXEMPLARS],
+        volatile_mask=None if mask is None else np.packbits(mask).tobytes(),
+        members=[[run_id, step.seq] for run_id, step in members], tolerance=novelty(lines))
+
+
+def _interruptions(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> list[str]:
+    """Essential states that are interruptions in every successful run: they add content
+    on top of the previous screen, keeping (nearly) all of its text, and what they added
+    is gone again later in the run (a dialog, a menu, a toast; not a tool output that replaces the last). Runs may skip them; what they lead to is checked by the next
+    milestone."""
+    soft = []
+    for state_id in essential:
+        verdicts = []
+        for path in paths.values():
+            first = next(i for i, (sid, _) in enumerate(path) if sid == state_id)
+            if first == 0:
+                verdicts.append(False)
+                continue
+            before, here = (content_lines(path[i][1].fingerprint.lines) for i in (first - 1, first))
+            added = here - before
+            after = next((later for later in (content_lines(step.fingerprint.lines)
+                                              for _, step in path[first + 1:])
+                          if not added & later), None)
+            if not added or after is None:
+                verdicts.append(False)
+                continue
+            text_here = {line for line in here if line.startswith("X|")} or here
+            verdicts.append(len(text_here & after) >= INTERRUPTION_MIN_KEPT * len(text_here))
+        if all(verdicts):
+            soft.append(state_id)
+    return soft
+
+
+def _timing(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> dict:
+    reach: dict[str, list[float]] = defaultdict(list)
+    dwell: dict[str, list[float]] = defaultdict(list)
+    for path in paths.values():
+        start = path[0][1].ts
+        for sid in essential:
+            reach[sid].append(next(step.ts for s, step in path if s == sid) - start)
+        for (sid, step), (_, following) in zip(path, path[1:]):
+            dwell[sid].append(following.ts - step.ts)
+
+    def summary(values: list[float]) -> dict:
+        return {"min": min(values), "median": statistics.median(values), "max": max(values),
+                "n": len(values)}
+    return {"time_to_reach": {sid: summary(v) for sid, v in reach.items()},
+            "dwell": {sid: summary(v) for sid, v in dwell.items()}}
+
+
+def _edges(paths: dict[str, list[tuple[str, Step]]]) -> list[dict]:
+    """Edges of the merged graph with the action signatures that took runs along them
+    and how many runs did."""
+    actions: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    runs: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for run_id, path in paths.items():
+        previous = START
+        for sid, step in path:
+            if sid != previous:
+                actions[(previous, sid)].update(action_signatures(step))
+                runs[(previous, sid)].add(run_id)
+            previous = sid
+        runs[(previous, SUCCESS)].add(run_id)
+    return [{"source": s, "target": t, "actions": dict(sorted(actions[(s, t)].items())),
+             "runs": len(runs[(s, t)])} for s, t in sorted(runs)]
+
+
+def _segment_actions(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> list[list[str]]:
+    """For each gap between milestones (before the first, after each), the action
+    signatures successful runs used there."""
+    segments: list[set[str]] = [set() for _ in range(len(essential) + 1)]
+    for path in paths.values():
+        reached = 0
+        for sid, step in path:
+            segments[reached].update(action.signature() for action in step.actions)
+            if reached < len(essential) and sid == essential[reached]:
+                reached += 1
+    return [sorted(s) for s in segments]
+
+
+def _nearest_essential(idom: dict, essential: list[str]) -> dict[str, str]:
+    marks = set(essential)
+    nearest = {}
+    for node in idom:
+        if node in (START, SUCCESS) or VISIT_MARK in node:
+            continue
+        up = idom[node]
+        while up.split(VISIT_MARK)[0] not in marks and up != START:
+            up = idom[up]
+        nearest[node] = up.split(VISIT_MARK)[0]
+    return nearest
+
+
+def _negatives(model: Model, failed: Sequence[Run], causes: dict[str, str | None],
+               settings: Settings) -> list[ModelState]:
+    """States of failed runs, after the last milestone they reached, that match no state of
+    the successful runs and show words no successful run ever showed: seen only when
+    things go wrong (an error dialog), not merely somewhere the successful runs never went."""
+    index = index_of(model)
+    unmatched: list[tuple[str, Step]] = []
+    for run in failed:
+        steps = run_steps(run, settings)
+        matched = [[sid for sid in index.plausible(step.fingerprint)
+                    if judge(model, step.fingerprint, sid).same] for step in steps]
+        reached = max((i for i, ids in enumerate(matched) if set(ids) & set(model.essential)),
+                      default=-1)
+        unmatched += [(run.run_id, step) for i, step in enumerate(steps)
+                      if i > reached and not matched[i] and index.novelty(step.fingerprint)]
+    negatives: list[ModelState] = []
+    for run_id, step in unmatched:
+        if any(decide(step.fingerprint, n, settings).same for n in negatives):
+            continue
+        state = _build_state(f"n{len(negatives)}", [(run_id, step)], settings.thumbnail_size)
+        state.negative_cause = causes.get(run_id)
+        negatives.append(state)
+    return negatives
+
+
+def learn(runs: Sequence[Run], settings: Settings | None = None,
+          causes: dict[str, str | None] | None = None, progress: Progress | None = None,
+          version: int = 1) -> Model:
+    """Learn the model of one task.
+
+    Parameters
+    ----------
+    runs : runs of one task. Runs whose end event says ``failure`` only feed negative
+        milestones; all others are taken as successful.
+    settings : thresholds and limits, saved in the model.
+    causes : optional ``run_id -> cause`` for failed runs (from ``labels.json``).
+    progress : optional wrapper that shows progress over an iterable (e.g. tqdm).
+
+    Raises
+    ------
+    LearnError
+        No runs, runs of several tasks, or no successful run.
+    """
+    settings = settings or Settings()
+    progress = progress or (lambda items: items)
+    if not runs:
+        raise LearnError("no runs to learn from")
+    tasks = sorted({run.task for run in runs})
+    if len(tasks) > 1:
+        raise LearnError(f"runs of several tasks given ({', '.join(tasks)}); learn one task "
+                         "at a time")
+    ordered = sorted(runs, key=lambda r: r.run_id)
+    successes = [r for r in ordered if r.outcome != "failure"]
+    failed = [r for r in ordered if r.outcome == "failure"]
+    if not successes:
+        raise LearnError("no successful run: a model is learned from successful runs")
+    if len(successes) == 1:
+        log.warning("one successful run only: every state of it is taken as essential")
+    steps = {run.run_id: run_steps(run, settings) for run in progress(successes)}
+    steps = {rid: s for rid, s in steps.items() if s}
+    if not steps:
+        raise LearnError("the successful runs have no state events")
+    run_ids = sorted(steps)
+    groups = group_states([[st.fingerprint for st in steps[rid]] for rid in run_ids], settings)
+    groups.sort(key=lambda g: (statistics.mean(i / len(steps[run_ids[r]]) for r, i in g), g[0]))
+    last_lines = [content_lines(steps[rid][-1].fingerprint.lines) for rid in run_ids]
+    state_of: dict[tuple[int, int], str] = {}
+    states: dict[str, ModelState] = {}
+    for number, group in enumerate(groups):
+        sid = f"s{number}"
+        for key in group:
+            state_of[key] = sid
+        states[sid] = _build_state(sid, [(run_ids[r], steps[run_ids[r]][i]) for r, i in group],
+                                   settings.thumbnail_size,
+                                   [habit_lines(steps[run_ids[r]][i], steps[run_ids[r]][i - 1] if i else None,
+                                                last_lines[r]) for r, i in group])
+    member_lines = {sid: [steps[run_ids[r]][i].fingerprint.lines for r, i in group]
+                    for sid, group in zip(states, groups)}
+    varied = set().union(*(varied_words(state.profile, member_lines[sid])
+                           for sid, state in states.items()))
+    for sid, group in zip(states, groups):
+        if len({r for r, _ in group}) == 1:  # seen in one run: what varied elsewhere varies
+            states[sid].profile = borrow_variation(states[sid].profile, varied)
+    paths = {rid: [(state_of[(r, i)], st) for i, st in enumerate(steps[rid])]
+             for r, rid in enumerate(run_ids)}
+    graph = merged_graph([unroll_visits([sid for sid, _ in path]) for path in paths.values()])
+    # a state every run visits twice is one milestone, met at its first visit
+    essential = list(dict.fromkeys(node.split(VISIT_MARK)[0] for node in essential_chain(graph)))
+    idom = immediate_dominators(graph)
+    labels = defaultdict(list)
+    titles = defaultdict(list)
+    for path in paths.values():
+        for sid, step in path:
+            if step.fingerprint.label:
+                labels[sid].append(step.fingerprint.label)
+            if step.fingerprint.title:
+                titles[sid].append(step.fingerprint.title)
+    name_states(list(states.values()), labels, titles, member_lines)
+    accepting = accepting_states(paths)
+    ending = _build_state("end", [(rid, steps[rid][-1]) for rid in run_ids],
+                          settings.thumbnail_size)
+    interruptions = _interruptions(essential, paths)
+    incidental, transient = ([sid for sid in kind if sid not in interruptions]
+                             for kind in milestone_kinds(essential, accepting, paths))
+    warnings = [f"milestone '{states[sid].name}' is output every successful run showed and "
+                "none kept (a run showing it with other counts passes, one showing the result "
+                "another way fails): if it is not needed, add successful runs without it"
+                for sid in transient]
+    if len(run_ids) < 3:
+        warnings.append(f"learned from {len(run_ids)} successful run(s): add more varied "
+                        "successful runs, so that what varies can be told from what must match")
+    learned_from = [run for run in successes if run.run_id in steps]
+    model = Model(task=tasks[0], version=version, states=states, edges=_edges(paths),
+                  essential=essential, negative=[],
+                  soft=[sid for sid in essential if sid in interruptions or sid in incidental],
+                  accepting=accepting, ending=ending, incidental=incidental,
+                  transient=transient,
+                  warnings=warnings,
+                  required_outputs=required_outputs(learned_from),
+                  required_removals=required_removals(learned_from),
+                  idom=_nearest_essential(idom, essential), timing=_timing(essential, paths),
+                  segment_actions=_segment_actions(essential, paths),
+                  convergence=convergence_points(graph),
+                  training_runs=run_ids, settings=settings)
+    negatives = _negatives(model, failed, causes or {}, settings)
+    name_states(negatives, {}, {}, {})
+    for negative in negatives:
+        negative.name = f"{negative.name} (seen in failed runs)"
+        model.states[negative.id] = negative
+        model.negative.append(negative.id)
+    return model

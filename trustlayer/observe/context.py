@@ -1,0 +1,70 @@
+"""Lines of a state that say how the agent worked, not what its step did.
+
+Three kinds, told from the state, the state before it and the actions between:
+
+* **echoes**: lines restating what the agent put into its action (a command line it
+  typed, the text of an edit);
+* **receipts**: the text of a state whose action wrote files (a diff, "Edited in..."):
+  the files themselves are the evidence;
+* **inherited facts**: facts of files the step did not touch, there before it already
+  (which files the agent had edited so far: the order of its steps).
+
+Learning never makes such a line salient when it is gone by the run's end
+(:func:`trustlayer.learn.evidence.habit_lines`); matching does not count them against a state
+that is not an end (:mod:`trustlayer.compare.equivalence`).
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterable
+
+from trustlayer.observe.canonical import content_lines, mask
+from trustlayer.observe.traces import Action
+
+MIN_ECHO_CHARS = 6  # shorter bodies ("ok", "+ x") are too common to be taken as echoes
+_DIFF_MARK = re.compile(r"^[-+>$#]+ ?")  # diff, prompt and quote marks before an echo
+
+
+def _action_text(actions: Iterable[Action]) -> str:
+    parts = []
+    for action in actions:
+        parts += [action.target or "", action.value or ""]
+        if action.args:
+            parts.append(json.dumps(action.args, ensure_ascii=False))
+    return " ".join(mask(part) for part in parts)
+
+
+def file_facts(lines: Iterable[str]) -> frozenset[str]:
+    """The code-snapshot facts among canonical lines."""
+    return frozenset(line for line in lines if line.startswith("F|"))
+
+
+def context_lines(lines: frozenset[str], before: frozenset[str] | None,
+                  actions: Iterable[Action]) -> frozenset[str]:
+    """Echoes, receipts and inherited facts among the content lines `lines` of a state,
+    given the canonical lines of the state `before` it (None for a run's first state)
+    and the `actions` between.
+
+    >>> run = (Action("tool", "run_tests", "pytest -q tests"),)
+    >>> sorted(context_lines(frozenset({"X|$ pytest -q tests", "X|3 passed"}), frozenset(), run))
+    ['X|$ pytest -q tests']
+    >>> before = frozenset({"F|changed a.py", "F|unchanged b.py"})
+    >>> after = frozenset({"F|changed a.py", "F|changed b.py", "X|Edited b.py"})
+    >>> sorted(context_lines(after, before, (Action("tool", "edit_file"),)))
+    ['F|changed a.py', 'X|Edited b.py']
+    """
+    if before is None:
+        return frozenset()
+    content = content_lines(lines)
+    facts, facts_before = file_facts(content), file_facts(before)
+    found = set(facts & facts_before)
+    if facts != facts_before:
+        found |= {line for line in content if line.startswith("X|")}
+    text = _action_text(actions)
+    if text:
+        for line in content:
+            body = _DIFF_MARK.sub("", line.partition("|")[2]).strip()
+            if len(body) >= MIN_ECHO_CHARS and body in text:
+                found.add(line)
+    return frozenset(found)

@@ -1,0 +1,146 @@
+"""What every successful run removed from the code, read from the diffs its tools printed.
+
+A coding agent's tools answer a write with a unified diff (``--- a/PATH``, ``+++ b/PATH``,
+``-`` and ``+`` lines). Over a run, a line is *removed* from a file when a diff of that
+file took it out and no later diff put it back, whole or inside a longer line (the old
+call with ``.strip(...)`` appended still makes the old call). When every successful run that showed
+all its changes of a file as diffs removed the same line (the old definition of a moved
+function, the buggy expression), a run that kept it did not do what they all did, however
+green its tests (a compatibility wrapper left behind, the old import kept).
+
+Only what was seen is held against a run: a file the run changed without a diff of it
+(``sed -i``, a whole file rewritten) is not judged.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+from trustlayer.observe.canonical import mask
+from trustlayer.observe.traces import Run
+
+_FILE_HEADER = "+++ b/"
+_CONTENT = "F|content "  # see trustlayer.observe.canonical.file_facts
+_HUNK_OR_OLD_HEADER = ("--- ", "@@")
+_A_WORD = re.compile(r"[^\W\d_]{3}")
+MIN_LINE_CHARS = 8  # shorter lines (")", "pass", '"""') occur everywhere in code
+
+
+def diff_changes(text: str | None) -> dict[str, tuple[set[str], set[str]]]:
+    """``path -> (removed, added)`` lines of the unified diffs in `text` (masked, white
+    space folded).
+
+    >>> diff_changes("--- a/m.py\\n+++ b/m.py\\n@@ -1 +1 @@\\n-x = old(1)\\n+x = new(1)\\n")
+    {'m.py': ({'x = old(1)'}, {'x = new(1)'})}
+    """
+    changes: dict[str, tuple[set[str], set[str]]] = {}
+    current = None
+    for line in (text or "").split("\n"):
+        if line.startswith(_FILE_HEADER):
+            current = changes.setdefault(line[len(_FILE_HEADER):].strip(), (set(), set()))
+        elif line.startswith(_HUNK_OR_OLD_HEADER) or current is None:
+            continue
+        elif line[:1] in "-+" and (body := mask(line[1:])):
+            current[0 if line[0] == "-" else 1].add(body)
+    return changes
+
+
+def changed_files(before: Mapping[str, str] | None, after: Mapping[str, str] | None) -> set[str]:
+    """Paths whose content differs between two code snapshots (added and deleted ones too).
+
+    >>> sorted(changed_files({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}))
+    ['b', 'c']
+    """
+    if before is None or after is None:
+        return set()
+    return {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
+
+
+def _contents(lines: Iterable[str]) -> dict[str, str]:
+    return dict(line[len(_CONTENT):].rpartition(" ")[::2] for line in lines
+                if line.startswith(_CONTENT))
+
+
+def changed_in_facts(before: Iterable[str] | None, after: Iterable[str]) -> set[str]:
+    """:func:`changed_files` read from two states' canonical file facts (``F|content``;
+    a state without a code snapshot changes nothing).
+
+    >>> changed_in_facts({"F|content a.py 1f", "F|content b.py 2e"}, {"F|content a.py 1f"})
+    {'b.py'}
+    """
+    return changed_files(_contents(before or ()) or None, _contents(after) or None)
+
+
+@dataclass
+class RemovalLedger:
+    """One run's removals, fed state by state (River-style ``observe``).
+
+    `watched`: when given, only these ``path -> lines`` are tracked (a model's required
+    removals; what a matcher needs to keep), else every removed line is.
+    """
+
+    watched: Mapping[str, Sequence[str]] | None = None
+    removed: dict[str, set[str]] = field(default_factory=dict)
+    unseen: set[str] = field(default_factory=set)  # files changed without a diff of them
+    # path -> a line put back -> the removed lines it holds (removed again when it goes)
+    holders: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+
+    def observe(self, text: str | None, changed: set[str]) -> None:
+        """Take a state's text and the files changed since the state before it."""
+        changes = diff_changes(text)
+        self.unseen |= changed - changes.keys()
+        for path, (taken_out, put_back) in changes.items():
+            if self.watched is not None and path not in self.watched:
+                continue
+            removed = self.removed.setdefault(path, set())
+            holders = self.holders.setdefault(path, {})
+            for line in taken_out:
+                removed |= holders.pop(line, set())
+            removed |= taken_out if self.watched is None else taken_out & set(self.watched[path])
+            for line in put_back:
+                if held := {old for old in removed if old in line}:
+                    removed -= held
+                    holders[line] = held
+
+    def missing(self, required: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
+        """The required ``(path, line)`` removals this run did not make, in files whose
+        every change it showed."""
+        return [(path, line) for path, lines in required.items() if path not in self.unseen
+                for line in lines if line not in self.removed.get(path, set())]
+
+
+def _ledger(run: Run) -> RemovalLedger:
+    ledger, files = RemovalLedger(), None
+    for event in run.events:
+        if event.kind == "state":
+            observed = event.observation.files
+            ledger.observe(event.observation.text, changed_files(files, observed))
+            files = files if observed is None else observed
+    return ledger
+
+
+def _distinctive(line: str) -> bool:
+    return len(line) >= MIN_LINE_CHARS and bool(_A_WORD.search(line))
+
+
+def required_removals(runs: Sequence[Run]) -> dict[str, list[str]]:
+    """``path -> lines`` that every successful run showing all its changes of the file
+    removed from it (at least two runs, and at least half of them, showed them all)."""
+    ledgers = [_ledger(run) for run in runs]
+    paths = set().union(*(ledger.removed.keys() for ledger in ledgers)) if ledgers else set()
+    required = {}
+    for path in sorted(paths):
+        seen = [ledger.removed.get(path, set()) for ledger in ledgers if path not in ledger.unseen]
+        if len(seen) < max(2, (len(runs) + 1) // 2):
+            continue
+        lines = sorted(line for line in set.intersection(*seen) if _distinctive(line))
+        if lines:
+            required[path] = lines
+    return required
+
+
+def describe(missing: Iterable[tuple[str, str]]) -> str:
+    """A reason naming what was kept: ``every successful run removed `x` from m.py``."""
+    path, line = next(iter(missing))
+    return f"every successful run removed `{line}` from {path}; this run's edits kept it"

@@ -1,0 +1,125 @@
+"""Fingerprints of one observed state, computed once per state.
+
+A fingerprint holds the canonical lines of the state's text, accessibility tree, title,
+URL and code snapshot (see :mod:`trustlayer.observe.canonical`) and, for a screenshot, the
+SHA-256 of its bytes, a 64-bit perceptual hash and a small grayscale thumbnail for SSIM.
+The hash and thumbnail of a screenshot are computed when first read: text decides most
+states, and then the image is never decoded.
+"""
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import imagehash
+import numpy as np
+from PIL import Image
+
+from trustlayer.observe.canonical import (
+    PLACE_PREFIXES,
+    a11y_lines,
+    file_facts,
+    text_lines,
+    url_line,
+)
+from trustlayer.observe.context import context_lines
+from trustlayer.observe.images import ImageRef
+from trustlayer.observe.traces import Action, Observation
+
+HASH_IMAGE_SIZE = 32
+
+
+class _Signed:
+    """A part of a screenshot's signature (``phash``, ``thumbnail``) on a fingerprint: the
+    value it was given, else computed from its ``image`` the first time it is read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, fp: "Fingerprint | None", owner: type | None = None) -> object:
+        if fp is None:
+            return None  # the dataclass field's default
+        value = fp.__dict__[self.name]
+        if value is None and fp.image is not None:
+            fp.__dict__["phash"], fp.__dict__["thumbnail"] = image_signature(fp.image,
+                                                                             fp.thumbnail_size)
+            value = fp.__dict__[self.name]
+        return value
+
+    def __set__(self, fp: "Fingerprint", value: object) -> None:
+        fp.__dict__[self.name] = value
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Everything the equivalence tiers compare, for one state."""
+
+    lines: frozenset[str]
+    image_sha: str | None = None
+    phash: int | None = _Signed()  # type: ignore[assignment]
+    thumbnail: bytes | None = field(default=_Signed(), repr=False)  # type: ignore[assignment]
+    title: str | None = None
+    label: str | None = None
+    context: frozenset[str] = frozenset()  # how the agent worked (trustlayer.observe.context)
+    image: ImageRef | None = field(default=None, repr=False, compare=False)  # not decoded yet
+    thumbnail_size: int = field(default=0, repr=False, compare=False)
+
+    @property
+    def has_structure(self) -> bool:
+        """True when the state carries text, an accessibility tree or files."""
+        return any(not line.startswith(PLACE_PREFIXES) for line in self.lines)
+
+    def thumbnail_array(self, size: int) -> np.ndarray | None:
+        """The thumbnail as a `size` x `size` float array in [0, 1]."""
+        if self.thumbnail is None:
+            return None
+        return np.frombuffer(self.thumbnail, dtype=np.uint8).reshape(size, size) / 255.0
+
+    def to_json(self) -> dict:
+        return {"lines": sorted(self.lines), "image_sha": self.image_sha,
+                "phash": None if self.phash is None else f"{self.phash:016x}",
+                "thumbnail": None if self.thumbnail is None else
+                base64.b64encode(self.thumbnail).decode("ascii"),
+                "title": self.title, "label": self.label}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Fingerprint":
+        return cls(frozenset(data["lines"]), data.get("image_sha"),
+                   None if data.get("phash") is None else int(data["phash"], 16),
+                   None if data.get("thumbnail") is None else base64.b64decode(data["thumbnail"]),
+                   data.get("title"), data.get("label"))
+
+
+def image_signature(shot: ImageRef, thumbnail_size: int) -> tuple[int, bytes]:
+    """Perceptual hash (DCT pHash of a downscaled grayscale copy) and thumbnail bytes of a
+    screenshot (what a runner-side publisher sends instead of it, too)."""
+    side = HASH_IMAGE_SIZE * 4
+    small = shot.gray(min_side=side).resize((side, side), Image.Resampling.BOX)
+    phash = int(str(imagehash.phash(small)), 16)
+    thumb = small.resize((thumbnail_size, thumbnail_size), Image.Resampling.BOX)
+    return phash, thumb.tobytes()
+
+
+def fingerprint(observation: Observation, thumbnail_size: int,
+                baseline_files: dict[str, str] | None = None,
+                previous_lines: frozenset[str] | None = None,
+                actions: Iterable[Action] = ()) -> Fingerprint:
+    """Fingerprint one observation. `baseline_files` is the run's first code snapshot;
+    the lines of the state before and the `actions` that led here tell the context lines
+    (:func:`trustlayer.observe.context.context_lines`)."""
+    lines = set()
+    lines |= text_lines(observation.title, "T")
+    lines |= url_line(observation.url)
+    lines |= text_lines(observation.text, "X")
+    lines |= a11y_lines(observation.a11y, inline_text=not observation.text)
+    lines |= file_facts(observation.files, baseline_files)
+    phash = thumbnail = image_sha = None
+    shot, printed = observation.screenshot, observation.screenshot_print
+    if shot is not None:  # hash and thumbnail when first read
+        image_sha = shot.sha256
+    elif printed is not None:  # fingerprinted by the runner: nothing to decode
+        image_sha, phash, thumbnail = printed.sha256, printed.phash, printed.thumbnail
+    lines = frozenset(lines)
+    return Fingerprint(lines, image_sha, phash, thumbnail, observation.title, observation.label,
+                       context_lines(lines, previous_lines, tuple(actions)), shot, thumbnail_size)

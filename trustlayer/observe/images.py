@@ -1,0 +1,154 @@
+"""Screenshots of trace events: read (a ``data:`` URI or a file inside the trace's
+directory, never outside it), checked (a real PNG, JPEG or WebP image within the pixel
+limit, from its header only) and decoded only when a fingerprint needs their pixels; and
+screenshots the runner fingerprinted itself (``screenshot_fingerprint``)."""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from trustlayer.errors import TraceError
+from trustlayer.settings import Settings
+
+HEX64, HEX16 = re.compile(r"[0-9a-f]{64}"), re.compile(r"[0-9a-f]{16}")
+IMAGE_FORMATS = ("PNG", "JPEG", "WEBP")
+
+
+class ImageRef:
+    """A screenshot held as its encoded bytes; pixels are decoded on first use."""
+
+    __slots__ = ("data", "origin", "sha256", "size", "_gray")
+
+    def __init__(self, data: bytes, origin: str):
+        self.data, self.origin = data, origin
+        self.sha256 = hashlib.sha256(data).hexdigest()
+        self._gray: Image.Image | None = None
+        self.size: tuple[int, int] | None = None
+
+    def gray(self, min_side: int = 0) -> Image.Image:
+        """The decoded image in 8-bit grayscale (decoded once), first reduced by a whole
+        factor that keeps its shorter side at least `min_side` (0: full size)."""
+        if self._gray is None or min_side == 0 and self._gray.size != self.size:
+            with Image.open(io.BytesIO(self.data)) as image:
+                self.size = image.size
+                factor = max(1, min(image.size) // min_side) if min_side else 1
+                image.load()
+                if image.mode == "P":
+                    image = _palette_to_gray(image)
+                elif image.mode not in ("L", "LA", "RGB", "RGBA"):  # 16-bit etc.: no reduce
+                    image = image.convert("L")
+                self._gray = (image.reduce(factor) if factor > 1 else image).convert("L")
+        return self._gray
+
+
+@dataclass(frozen=True)
+class ScreenshotPrint:
+    """A screenshot fingerprinted by the runner (the ``screenshot_fingerprint`` extension of
+    the format, see docs/TRACE_FORMAT.md): what the equivalence tiers need, not the image."""
+
+    sha256: str
+    phash: int
+    thumbnail: bytes
+
+
+def parse_screenshot_print(obj: Any, settings: Settings, source: str,
+                           line: int | None) -> ScreenshotPrint:
+    """The runner's fingerprint of a screenshot, checked (hex digests, a thumbnail of the
+    model's size)."""
+    name = "observation.screenshot_fingerprint"
+    if not isinstance(obj, dict):
+        raise TraceError(f"{name} must be an object {{sha256, phash, thumbnail}}", source, line)
+    sha, phash, thumbnail = obj.get("sha256"), obj.get("phash"), obj.get("thumbnail")
+    if not isinstance(sha, str) or not HEX64.fullmatch(sha):
+        raise TraceError(f"{name}.sha256 must be 64 lowercase hex digits", source, line)
+    if not isinstance(phash, str) or not HEX16.fullmatch(phash):
+        raise TraceError(f"{name}.phash must be 16 lowercase hex digits", source, line)
+    try:
+        pixels = base64.b64decode(thumbnail if isinstance(thumbnail, str) else b"?", validate=True)
+    except (binascii.Error, ValueError):
+        raise TraceError(f"{name}.thumbnail must be base64", source, line) from None
+    size = settings.thumbnail_size
+    if len(pixels) != size * size:
+        raise TraceError(f"{name}.thumbnail has {len(pixels)} bytes, not {size}x{size} gray "
+                         "pixels (the model's thumbnail_size)", source, line)
+    return ScreenshotPrint(sha, int(phash, 16), pixels)
+
+
+def _palette_to_gray(image: Image.Image) -> Image.Image:
+    """A palette image in grayscale, exactly as ``convert("L")`` gives it, in a fraction of
+    the time: Pillow converts the 256 palette entries once, then the pixel indices go
+    through that table."""
+    ramp = Image.frombytes("P", (256, 1), bytes(range(256)))
+    ramp.putpalette(image.palette.tobytes(), image.palette.mode)
+    return image.point(list(ramp.convert("L").tobytes()), "L")
+
+
+def load_image(ref: str, base_dir: Path | None, settings: Settings, source: str,
+               line: int | None) -> ImageRef:
+    """Read a screenshot given as a `data:` URI or a path relative to `base_dir`.
+
+    Raises :class:`TraceError` for paths that leave `base_dir`, missing files, files
+    that are not PNG/JPEG/WebP images, and images over ``settings.max_image_pixels``.
+    """
+    if ref.startswith("data:"):
+        header, _, payload = ref.partition(",")
+        if not header.startswith("data:image/") or not header.endswith(";base64"):
+            raise TraceError("screenshot data URI must be 'data:image/...;base64,...'", source, line)
+        try:
+            data = base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError):
+            raise TraceError("screenshot data URI is not valid base64", source, line) from None
+        origin = "data URI"
+    else:
+        if base_dir is None:
+            raise TraceError(f"screenshot path '{ref}' given but no image directory is allowed "
+                             "here; send a data: URI instead", source, line)
+        data, origin = _read_image_file(ref, base_dir, source, line)
+    _check_image(data, origin, settings, source, line)
+    return ImageRef(data, origin)
+
+
+def _read_image_file(ref: str, base_dir: Path, source: str, line: int | None) -> tuple[bytes, str]:
+    """The bytes of the screenshot file `ref` (relative to `base_dir`, never outside it)
+    and its full path."""
+    shown = ref if len(ref) <= 200 else ref[:200] + "…"
+    root = base_dir.resolve()
+    try:
+        path = (root / ref).resolve()
+        inside = not Path(ref).is_absolute() and path.is_relative_to(root)
+        data = path.read_bytes() if inside and path.is_file() else None
+    except (OSError, ValueError) as exc:  # a NUL byte, a name too long, no permission
+        raise TraceError(f"screenshot path '{shown}' cannot be read ({exc})", source,
+                         line) from None
+    if not inside:
+        raise TraceError(f"screenshot path '{shown}' leaves the trace directory {root}",
+                         source, line)
+    if data is None:
+        raise TraceError(f"screenshot file not found: {path}", source, line)
+    return data, str(path)
+
+
+def _check_image(data: bytes, origin: str, settings: Settings, source: str,
+                 line: int | None) -> None:
+    """Read only the image header: format and size, no pixel decoding."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            fmt, (width, height) = image.format, image.size
+    except Image.DecompressionBombError:
+        raise TraceError(f"screenshot {origin} is a decompression bomb", source, line) from None
+    except Exception:
+        raise TraceError(f"screenshot {origin} is not a PNG, JPEG or WebP image", source,
+                         line) from None
+    if fmt not in IMAGE_FORMATS:
+        raise TraceError(f"screenshot {origin} is {fmt}, not PNG, JPEG or WebP", source, line)
+    if width * height > settings.max_image_pixels:
+        raise TraceError(f"screenshot {origin} has {width}x{height} pixels, over the limit of "
+                         f"{settings.max_image_pixels} (setting max_image_pixels)", source, line)

@@ -1,0 +1,65 @@
+"""A run as the matcher and the learner see it: fingerprinted states with the actions
+that led to each."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trustlayer.observe.context import file_facts
+from trustlayer.observe.fingerprints import Fingerprint, fingerprint
+from trustlayer.observe.traces import Action, Event, Run
+from trustlayer.settings import Settings
+
+NO_ACTION = "(none)"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One observed state of a run and the agent's actions since the previous state
+    (empty when the screen changed on its own)."""
+
+    seq: int
+    ts: float
+    fingerprint: Fingerprint
+    actions: tuple[Action, ...]
+    files_moved: bool = False  # the code snapshot changed with no action of the agent
+
+
+def action_signatures(step: Step) -> list[str]:
+    """How a step was reached: its actions' signatures, or [NO_ACTION] when the screen
+    changed on its own."""
+    return [action.signature() for action in step.actions] or [NO_ACTION]
+
+
+class StepBuilder:
+    """Turns events into steps one at a time (the run's first code snapshot is the
+    baseline for file facts; the previous state's lines tell a step's context lines)."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.baseline_files: dict[str, str] | None = None
+        self.pending: list[Action] = []
+        self.previous_lines: frozenset[str] | None = None
+
+    def feed(self, event: Event) -> Step | None:
+        """Return the step completed by `event`, if it is a state."""
+        if event.kind == "action":
+            self.pending.append(event.action)
+            return None
+        if event.kind != "state":
+            return None
+        observation = event.observation
+        if observation.files is not None and self.baseline_files is None:
+            self.baseline_files = dict(observation.files)
+        actions = tuple(self.pending)
+        printed = fingerprint(observation, self.settings.thumbnail_size, self.baseline_files,
+                              self.previous_lines, actions)
+        moved = not actions and self.previous_lines is not None \
+            and file_facts(printed.lines) != file_facts(self.previous_lines)
+        self.pending, self.previous_lines = [], printed.lines
+        return Step(event.seq, event.ts, printed, actions, moved)
+
+
+def run_steps(run: Run, settings: Settings) -> list[Step]:
+    """All steps of a run, in order."""
+    builder = StepBuilder(settings)
+    return [step for event in run.events if (step := builder.feed(event)) is not None]

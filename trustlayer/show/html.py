@@ -1,0 +1,355 @@
+"""One self-contained HTML page that shows why trustlayer decided: ``trustlayer report``.
+
+The page (Jinja2 templates in ``templates/``, autoescaped: nothing a run holds becomes
+markup) holds, with every image embedded as a ``data:`` URI and no script at all:
+
+* the learned model as a picture: the merged graph left to right (:mod:`trustlayer.show.layout`)
+  with each state's exemplar, essential milestones highlighted, interruptions dashed,
+  optional states dimmed, convergence points (where alternative routes meet) marked,
+  negative milestones in red, and the phases (:mod:`trustlayer.judge.phases`) as bands;
+* for each run, folded when it passed (a checkbox shows only the failed runs): its frames
+  in order, grouped by phase, each with the model state it matched; for a failed run the
+  divergence point, the missing milestone as successful runs showed it (a real frame when
+  the training runs are given, else the model's thumbnail) beside what the run showed
+  instead, the deciding lines as a word diff (``hello <del>world</del>`` /
+  ``hello <ins>word</ins>``), the reason and the cause;
+* folded, the equivalence decisions a person may doubt (an unsure pair, a visual match that
+  only SSIM settled, a text match with tolerated lines, a near miss): both sides, the tier
+  that decided and its evidence.
+"""
+from __future__ import annotations
+
+import base64
+import difflib
+import io
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+import jinja2
+from markupsafe import Markup
+from PIL import Image
+
+from trustlayer.compare.equivalence import Decision, judge
+from trustlayer.graph_marks import START, SUCCESS
+from trustlayer.judge.explain import Frame, RunView
+from trustlayer.judge.phases import Phase, phases
+from trustlayer.model import Model
+from trustlayer.observe.steps import Step
+from trustlayer.observe.traces import Event, Run
+from trustlayer.show.layout import (
+    BACK_ARC_DROP,
+    GAP_X,
+    MARGIN,
+    NODE_H,
+    NODE_W,
+    Layout,
+    layout,
+)
+from trustlayer.show.marks import (
+    SNIPPET_LINES,
+    convergence_points,
+    exemplar_image,
+    readable_lines,
+    state_kind,
+    wrap,
+)
+
+FRAME_WIDTH = 180
+TOKEN = re.compile(r"<\*\*?>|\w+|[^\w\s]+")  # a word, a run of punctuation, a wildcard
+
+
+def data_uri(data: bytes, mime: str) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _png(image: Image.Image) -> bytes:
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def frame_image(event: Event, width: int = FRAME_WIDTH) -> str | None:
+    """The frame's screenshot, scaled to `width`, as a JPEG data URI (None without one)."""
+    shot = event.observation.screenshot if event.observation else None
+    if shot is None:
+        return None
+    with Image.open(io.BytesIO(shot.data)) as image:
+        image = image.convert("RGB")
+        image.thumbnail((width, width * 4))
+        out = io.BytesIO()
+        image.save(out, format="JPEG", quality=72)
+    return data_uri(out.getvalue(), "image/jpeg")
+
+
+def frame_text(event: Event, step: Step | None) -> list[str]:
+    """What a text-only frame showed: its visible text, else its canonical lines."""
+    text = event.observation.text if event.observation else None
+    if text:
+        return [line[:90] for line in text.splitlines() if line.strip()][:SNIPPET_LINES]
+    return readable_lines(sorted(step.fingerprint.lines)) if step else []
+
+
+# --------------------------------------------------------------------------- the graph
+
+def _column_x(column: int) -> int:
+    return MARGIN + column * (NODE_W + GAP_X)
+
+
+def _phase_bands(placed: Layout, found: Sequence[Phase]) -> list[dict[str, Any]]:
+    band_bottom = placed.negative_row_y - 8 if placed.negative_row_y else placed.height - 10
+    bands = []
+    for phase in found:
+        start = placed.layer[phase.after] + 1 if phase.after else 1
+        end = placed.layer[phase.milestone] if phase.milestone else \
+            max(placed.layer[s] for s in phase.states)
+        x0, x1 = _column_x(start) - GAP_X // 2 + 4, _column_x(end) + NODE_W + GAP_X // 2 - 4
+        bands.append({"x": x0, "width": x1 - x0, "height": band_bottom - 6,
+                      "parity": phase.index % 2,
+                      "label": wrap(f"{phase.index + 1}: {phase.name}",
+                                     max(8, (x1 - x0 - 16) // 8), 1)[0],
+                      "title": f"phase {phase.index + 1}: {phase.name}"})
+    return bands
+
+
+def _node(model: Model, sid: str, x: int, y: int, converge: dict[str, int]) -> dict[str, Any]:
+    state = model.states[sid]
+    image = exemplar_image(state, model.settings.thumbnail_size, (NODE_W - 16, 76))
+    return {"terminal": False, "x": x, "y": y, "kind": state_kind(model, sid),
+            "tip": f"{state.name} ({sid}, {state_kind(model, sid)}; seen {len(state.members)} "
+                   "times" + (f", cause {state.negative_cause}" if state.negative_cause else "")
+                   + ")",
+            "image": data_uri(_png(image), "image/png") if image is not None else None,
+            "snippet": [line[:24] for line in readable_lines(state.profile.salient_templates, 6)],
+            "name_lines": wrap(state.name, 21, 3), "converge": converge.get(sid)}
+
+
+def _edges(model: Model, placed: Layout) -> list[dict[str, Any]]:
+    total = max(len(model.training_runs), 1)
+    runs = {(e["source"], e["target"]): e for e in model.edges}
+    mid, edges = NODE_H // 2, []
+    for source, target in placed.forward:
+        (sx, sy), (tx, ty) = placed.position[source], placed.position[target]
+        x1, y1, x2, y2 = sx + NODE_W, sy + mid, tx - 2, ty + mid
+        bend = max((x2 - x1) / 2, 20)
+        edge = runs[(source, target)]
+        actions = ", ".join(f"{a} ×{n}" for a, n in edge["actions"].items() if n)
+        main = source in model.essential + [START] and target in model.essential + [SUCCESS]
+        edges.append({"cls": "main" if main else "", "width": f"{1 + 3 * edge['runs'] / total:.1f}",
+                      "d": f"M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}",
+                      "title": f"{source} → {target}: {edge['runs']} of {total} runs"
+                               + (f"; {actions}" if actions else "")})
+    for source, target in placed.back:
+        (sx, sy), (tx, ty) = placed.position[source], placed.position[target]
+        x1, y1, x2, y2 = sx + NODE_W // 2, sy + NODE_H, tx + NODE_W // 2, ty + NODE_H
+        drop = min(18 + abs(x1 - x2) / 8, BACK_ARC_DROP)
+        edges.append({"cls": "back", "width": None,
+                      "d": f"M{x1},{y1} C{x1},{y1 + drop} {x2},{y2 + drop} {x2},{y2}",
+                      "title": f"back to {model.name(target)} (a revisit)"})
+    return edges
+
+
+def graph_svg(model: Model) -> Markup:
+    """The model's graph as inline SVG (no script, images as data URIs)."""
+    placed = layout(list(model.states), [(e["source"], e["target"]) for e in model.edges],
+                    model.essential, model.negative)
+    converge = convergence_points(model)
+    nodes = [{"terminal": True, "name": node, "x": x, "y": y} if node in (START, SUCCESS)
+             else _node(model, node, x, y, converge)
+             for node, (x, y) in placed.position.items()]
+    graph = {"task": model.task, "width": placed.width, "height": placed.height,
+             "bands": _phase_bands(placed, phases(model)), "edges": _edges(model, placed),
+             "negative_row_y": placed.negative_row_y, "margin": MARGIN, "nodes": nodes,
+             "node_w": NODE_W, "node_h": NODE_H}
+    return Markup(TEMPLATES.get_template("graph.svg.j2").render(g=graph))
+
+
+# --------------------------------------------------------------------------- HTML
+
+TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("trustlayer.show", "templates"),
+                               autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                               undefined=jinja2.StrictUndefined)
+
+
+def _evidence_rows(decision: Decision) -> list[tuple[str, str]]:
+    rows = []
+    for key, value in decision.evidence.items():
+        if isinstance(value, list):
+            value = "; ".join(readable_lines(value, 8)) if value else "—"
+        rows.append((str(key), str(value)))
+    return rows
+
+
+def word_diff(expected: str, shown: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Two lines as rows of (kind, text) parts, compared word by word (punctuation apart,
+    as templates hold it): words only the expected line has are ``del``, words only the
+    shown line has ``ins``.
+
+    >>> word_diff("hello world", "hello word")
+    [('expected', [('same', 'hello '), ('del', 'world ')]), ('showed', [('same', 'hello '), ('ins', 'word ')])]
+    """
+    old, new = TOKEN.findall(expected), TOKEN.findall(shown)
+    rows: tuple[list, list] = ([], [])
+    for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        kinds = ("same", "same") if op == "equal" else ("del", "ins")
+        for row, kind, words in ((0, kinds[0], old[a0:a1]), (1, kinds[1], new[b0:b1])):
+            if words:
+                rows[row].append((kind, "".join(word + " " for word in words)))
+    return [("expected", rows[0]), ("showed", rows[1])]
+
+
+def evidence_diff(decision: Decision, novel: Sequence[str]) -> list[dict[str, Any]]:
+    """The deciding evidence of a structural decision as a diff a person reads at once:
+    each expected line the run lacks beside the closest line it showed instead (word by
+    word), then the other lines it showed with words no successful run showed marked."""
+    missing = readable_lines(decision.evidence.get("missing", []), 8)
+    shown = readable_lines(decision.evidence.get("unexplained", []), 8)
+    rows: list[dict[str, Any]] = []
+    for line in missing:
+        close = difflib.get_close_matches(line, shown, n=1, cutoff=0.5)
+        if close:
+            shown.remove(close[0])
+            rows += [{"label": label, "parts": parts}
+                     for label, parts in word_diff(line, close[0])]
+        else:
+            rows.append({"label": "expected, missing", "parts": [("del", line)]})
+    words = {word.lower() for word in novel}
+    for line in shown:
+        parts = [("novel" if word.lower() in words else "same", word + " ")
+                 for word in TOKEN.findall(line)]
+        rows.append({"label": "showed instead", "parts": parts})
+    return rows
+
+
+def _image_body(data_uri_text: str | None, thumbnail: bool = False) -> dict[str, Any]:
+    return {"image": data_uri_text, "thumbnail": thumbnail}
+
+
+def _frame_body(event: Event, step: Step | None, width: int = FRAME_WIDTH) -> dict[str, Any]:
+    image = frame_image(event, width)
+    return _image_body(image) if image else {"image": None, "text": frame_text(event, step)}
+
+
+def _exemplar(model: Model, sid: str, references: dict[tuple[str, int], Event],
+              shape: tuple[int, int] | None) -> dict[str, Any]:
+    """What a successful run showed in state `sid`: a real frame of a member when a
+    reference run holds one (full resolution, scaled), else the stored thumbnail, else
+    the state's salient lines."""
+    state = model.states[sid]
+    for run_id, seq in state.members:
+        event = references.get((run_id, seq))
+        if event is not None and event.observation is not None:
+            return dict(_frame_body(event, None, 340), note=f"{run_id} #{seq}")
+    image = exemplar_image(state, model.settings.thumbnail_size, shape)
+    if image is not None:
+        return dict(_image_body(data_uri(_png(image), "image/png"), thumbnail=True),
+                    note=f"{model.settings.thumbnail_size}×{model.settings.thumbnail_size} "
+                         "thumbnail kept in the model; give the training runs (--train) for "
+                         "the real screen")
+    return {"image": None, "text": readable_lines(state.profile.salient_templates, 12),
+            "note": None}
+
+
+def _shape(event: Event) -> tuple[int, int] | None:
+    shot = event.observation.screenshot if event.observation else None
+    if shot is None:
+        return None
+    width, height = shot.gray().size
+    return 340, max(1, round(340 * height / width))
+
+
+def _frame_view(model: Model, frame: Frame) -> dict[str, Any]:
+    classes = ["frame"] + (["milestone"] if frame.milestone else []) + \
+        (["unknown"] if not frame.ids else []) + (["diverged"] if frame.diverged else [])
+    return {"seq": frame.seq, "classes": classes, "body": _frame_body(frame.event, frame.step),
+            "diverged": frame.diverged,
+            "milestone": model.name(frame.milestone) if frame.milestone else None,
+            "matched": " / ".join(model.name(s) for s in frame.ids[:2]),
+            "negative": model.name(frame.negative) if frame.negative else None,
+            "novel": frame.novel[:5], "via": frame.via}
+
+
+def _groups(model: Model, view: RunView, found: Sequence[Phase]) -> list[dict[str, Any]]:
+    groups: list[dict[str, Any]] = []
+    for frame in view.frames:
+        if not groups or groups[-1]["phase"] != frame.phase:
+            name = f"phase {frame.phase + 1}: {found[frame.phase].name}" \
+                if frame.phase < len(found) else "frames"
+            groups.append({"phase": frame.phase, "name": name, "frames": []})
+        groups[-1]["frames"].append(_frame_view(model, frame))
+    return groups
+
+
+def _divergence_view(model: Model, view: RunView,
+                     references: dict[tuple[str, int], Event]) -> dict[str, Any] | None:
+    if view.divergence is None:
+        return None
+    frame = view.frames[view.divergence]
+    shape = _shape(frame.event)
+    figures, decision, diff = [], None, []
+    if view.missing:
+        figures.append(dict(_exemplar(model, view.missing, references, shape),
+                            caption=f"expected: '{model.name(view.missing)}' (as successful "
+                                    "runs showed it)"))
+    if frame.negative:
+        figures.append(dict(_exemplar(model, frame.negative, references, shape),
+                            caption=f"negative milestone '{model.name(frame.negative)}' (seen "
+                                    "in failed runs)"))
+    figures.append(dict(_frame_body(frame.event, frame.step, 340), note=None,
+                        caption=f"the run showed instead (#{frame.seq})"))
+    if view.missing and frame.step is not None:
+        judged = judge(model, frame.step.fingerprint, view.missing)
+        decision = {"verdict": judged.verdict, "tier": judged.tier,
+                    "evidence": _evidence_rows(judged)}
+        diff = evidence_diff(judged, frame.novel)
+    return {"figures": figures, "decision": decision, "diff": diff}
+
+
+def _doubt_views(model: Model, view: RunView) -> list[dict[str, Any]]:
+    doubts = []
+    for frame, sid, decision, why in view.doubts:
+        state = model.states[sid]
+        image = exemplar_image(state, model.settings.thumbnail_size, (150, 94))
+        doubts.append({"seq": frame.seq, "frame": _frame_body(frame.event, frame.step, 150),
+                       "state": state.name, "verdict": decision.verdict, "tier": decision.tier,
+                       "exemplar": data_uri(_png(image), "image/png") if image else None,
+                       "evidence": _evidence_rows(decision), "why": why})
+    return doubts
+
+
+def _run_view(model: Model, view: RunView, found: Sequence[Phase],
+              references: dict[tuple[str, int], Event]) -> dict[str, Any]:
+    status = view.status
+    return {"run_id": view.run.run_id, "verdict": status.verdict or "fail",
+            "coverage": f"{status.coverage:.0%}", "reason": status.reason or "",
+            "cause": status.cause, "location": view.location, "warnings": status.warnings,
+            "frames": len(view.frames), "groups": _groups(model, view, found),
+            "divergence": _divergence_view(model, view, references),
+            "doubts": _doubt_views(model, view)}
+
+
+def _phase_rows(model: Model, found: Sequence[Phase]) -> list[dict[str, Any]]:
+    return [{"number": phase.index + 1, "name": phase.name,
+             "end": model.name(phase.milestone) if phase.milestone else "—",
+             "states": [model.name(s) for s in phase.states[:8]], "more": len(phase.states) > 8}
+            for phase in found]
+
+
+def render_report(model: Model, views: Sequence[RunView] = (),
+                  references: Sequence[Run] = ()) -> str:
+    """The whole report page for `model` and the runs analysed in `views`; `references`
+    (the training runs) give the expected states' real screens."""
+    found = phases(model)
+    frames = {(run.run_id, event.seq): event for run in references for event in run.events}
+    runs = [_run_view(model, view, found, frames) for view in views]
+    return TEMPLATES.get_template("page.html.j2").render(
+        model=model, graph=graph_svg(model), phases=_phase_rows(model, found), runs=runs,
+        passed=sum(run["verdict"] == "pass" for run in runs),
+        milestones=[(model.name(s), s in model.soft) for s in model.essential])
+
+
+def write_report(model: Model, views: Sequence[RunView], path: str | Path,
+                 references: Sequence[Run] = ()) -> None:
+    """Write the report page to `path` (its folder made if missing)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(render_report(model, views, references), encoding="utf-8")
