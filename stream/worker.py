@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from trustlayer.compare.llm import LLMJudge
+from trustlayer.compare.llm import LLMJudge, judge_for
 from trustlayer.judge.matcher import FAILED, Matcher, Status
 from trustlayer.model import Model
 from trustlayer.observe.traces import EVENT_KINDS, parse_event
@@ -456,7 +456,7 @@ class StreamProcessor:
     def _judge(self, model: Model) -> LLMJudge | None:
         key = (model.task, model.version)
         if key not in self._judges:
-            self._judges[key] = LLMJudge(model.settings.llm) if model.settings.llm.enabled else None
+            self._judges[key] = judge_for(model.settings.llm)
         return self._judges[key]
 
     def _matcher(self, rec: RunRecord) -> Matcher:

@@ -9,7 +9,7 @@ from trustlayer.learn.learner import learn
 from trustlayer.model import ModelState
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.steps import run_steps
-from trustlayer.observe.templates import learn_profile, novelty, word_tokens
+from trustlayer.observe.templates import learn_profile, learned_tolerance, word_tokens
 from trustlayer.observe.traces import read_runs
 from trustlayer.settings import Settings
 
@@ -26,7 +26,7 @@ ERROR = {"X|Error: permission denied", "X|Retry"}
 
 def state(*members: set[str]) -> ModelState:
     lines = [frozenset(m) for m in members]
-    return ModelState("s0", "editor", learn_profile(lines), True, tolerance=novelty(lines))
+    return ModelState("s0", "editor", learn_profile(lines), True, tolerance=learned_tolerance(lines))
 
 
 def fp(lines: set[str]) -> Fingerprint:
@@ -38,8 +38,8 @@ def known_words(*states: ModelState) -> frozenset[str]:
 
 
 def test_members_that_all_look_alike_learn_no_tolerance():
-    assert novelty([frozenset(EDITOR)] * 3) == 0.0
-    assert novelty([frozenset(EDITOR)]) == 0.0
+    assert learned_tolerance([frozenset(EDITOR)] * 3) == 0.0
+    assert learned_tolerance([frozenset(EDITOR)]) == 0.0
 
 
 def test_a_panel_some_members_showed_is_learned_as_tolerance():

@@ -78,7 +78,7 @@ def test_tampered_models_are_used_or_refused_never_a_traceback(task, rng):
      "timing.time_to_reach."),
     (lambda m: m["essential"].append("s999"), "essential["),
     (lambda m: m["edges"][0].update(target="s999"), "edges[0].target"),
-    (lambda m: m["idom"].update(s999="START"), "idom.s999"),
+    (lambda m: m["nearest_milestone"].update(s999="START"), "nearest_milestone.s999"),
     (lambda m: m["states"][0].update(phashes=[12]), "states[0].phashes[0]"),
     (lambda m: m["states"][0].update(members=[["train-0", -3]]), "states[0].members[0][1]"),
     (lambda m: m["states"][0].update(tolerance=-0.5), "states[0].tolerance"),

@@ -14,7 +14,7 @@ import sys
 from importlib.metadata import entry_points, version
 from typing import Any, Sequence
 
-from trustlayer.compare.llm import LLMJudge
+from trustlayer.compare.llm import judge_for
 from trustlayer.errors import (
     EXIT_BAD_INPUT,
     EXIT_CODES,
@@ -74,7 +74,7 @@ def verdict_record(status) -> dict[str, Any]:
 
 def judge_paths(model: Model, paths: Sequence[str], quiet: bool) -> list[dict[str, Any]]:
     """Verdict records for every run under `paths`."""
-    llm = LLMJudge(model.settings.llm) if model.settings.llm.enabled else None
+    llm = judge_for(model.settings.llm)
     runs = task_runs(model, paths, quiet)
     return [verdict_record(judge_run(model, run, llm))
             for run in progress(runs, "validating", quiet)]

@@ -20,7 +20,8 @@ from trustlayer.model_check import check_model
 from trustlayer.observe.templates import Profile
 from trustlayer.settings import Settings
 
-MODEL_FORMAT = 2  # 2: wildcards are the tokens <*> and <**> (1 used * and **)
+# 2: wildcards are the tokens <*> and <**> (1 used * and **); 3: nearest_milestone (was idom)
+MODEL_FORMAT = 3
 
 
 @dataclass
@@ -95,8 +96,8 @@ class ModelState:
 class Model:
     """A learned task model. Settings in ``settings``; learned state in the rest.
 
-    Besides the states, the graph's edges and the essential chain (dominators of
-    SUCCESS), a model holds what is evidence of the goal (:mod:`trustlayer.learn.evidence`):
+    Besides the states, the graph's edges, the essential chain (dominators of SUCCESS)
+    and each state's nearest essential dominator (``nearest_milestone``), a model holds what is evidence of the goal (:mod:`trustlayer.learn.evidence`):
     ``accepting`` (states where successful runs ended), ``ending`` (all their last states
     as one state, for ends that share a shape), ``incidental`` (milestones that were a
     habit: skipped with a warning), ``transient`` (milestones that are a tool's report on
@@ -113,7 +114,7 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
     essential: list[str]
     soft: list[str]
     negative: list[str]
-    idom: dict[str, str]
+    nearest_milestone: dict[str, str]
     timing: dict[str, Any]
     training_runs: list[str]
     settings: Settings
@@ -148,7 +149,8 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
         return {"format": MODEL_FORMAT, "task": self.task, "version": self.version,
                 "states": [s.to_json() for s in self.states.values()], "edges": self.edges,
                 "essential": self.essential, "soft": self.soft, "negative": self.negative,
-                "idom": self.idom, "timing": self.timing, "training_runs": self.training_runs,
+                "nearest_milestone": self.nearest_milestone, "timing": self.timing,
+                "training_runs": self.training_runs,
                 "settings": self.settings.to_json(), "segment_actions": self.segment_actions,
                 "convergence": self.convergence, "history": self.history,
                 "accepting": self.accepting, "incidental": self.incidental,
@@ -172,7 +174,7 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
         try:
             states = [ModelState.from_json(s) for s in data["states"]]
             return cls(data["task"], data["version"], {s.id: s for s in states}, data["edges"],
-                       data["essential"], data["soft"], data["negative"], data["idom"],
+                       data["essential"], data["soft"], data["negative"], data["nearest_milestone"],
                        data["timing"], data["training_runs"], Settings.from_json(data["settings"]),
                        data["segment_actions"], data["convergence"], data.get("history", []),
                        data["accepting"],

@@ -246,11 +246,11 @@ def check_model(data: dict, shape: Sequence[Field]) -> None:
     if set(data["negative"]) & set(data["essential"]):
         raise _fail("negative", "names an essential state",
                     sorted(set(data["negative"]) & set(data["essential"])))
-    _typed(data["idom"], dict, "idom")
-    for state, dominator in data["idom"].items():
+    _typed(data["nearest_milestone"], dict, "nearest_milestone")
+    for state, dominator in data["nearest_milestone"].items():
         if state not in known | {SUCCESS} or not isinstance(dominator, str) \
                 or dominator not in known | {START}:
-            raise _fail(f"idom.{state}", "names no state of the model", dominator)
+            raise _fail(f"nearest_milestone.{state}", "names no state of the model", dominator)
     check_timing(data["timing"], known)
     _strings(data["training_runs"], "training_runs")
     _typed(data.get("segment_actions", []), list, "segment_actions")

@@ -153,3 +153,9 @@ class LLMJudge:
         self.cache.update({k: {"same": v["same"], "reason": str(v.get("reason", ""))}
                            for k, v in data.items()
                            if isinstance(v, dict) and isinstance(v.get("same"), bool)})
+
+
+def judge_for(settings: LLMSettings) -> LLMJudge | None:
+    """The LLM judge a model's settings ask for: None while the tier is off (the default),
+    so that no call can be made."""
+    return LLMJudge(settings) if settings.enabled else None

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from trustlayer.compare.equivalence import Decision, judge
 from trustlayer.compare.index import StateIndex
-from trustlayer.compare.llm import LLMJudge
+from trustlayer.compare.llm import LLMJudge, judge_for
 from trustlayer.judge.matcher import FAILED, Matcher, Status
 from trustlayer.judge.phases import Phase, frame_phases, phases, where
 from trustlayer.model import Model
@@ -140,5 +140,5 @@ def analyse_run(model: Model, run: Run, index: StateIndex | None = None,
 def analyse_runs(model: Model, runs: Sequence[Run]) -> list[RunView]:
     """Each run judged (as ``validate`` does) and analysed for the report."""
     index = StateIndex(model)
-    llm = LLMJudge(model.settings.llm) if model.settings.llm.enabled else None
+    llm = judge_for(model.settings.llm)
     return [analyse_run(model, run, index, llm) for run in runs]

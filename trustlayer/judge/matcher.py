@@ -180,7 +180,7 @@ class Matcher:
     def _warn(self, ids: list[str]) -> None:
         essential = self.model.essential
         for sid in ids:
-            needed = sid if sid in essential else self.model.idom.get(sid)
+            needed = sid if sid in essential else self.model.nearest_milestone.get(sid)
             if needed in essential and essential.index(needed) > self.position - (sid != needed):
                 blocking = essential[self.position]
                 if blocking in self.model.soft:

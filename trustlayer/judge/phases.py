@@ -6,7 +6,7 @@ named after that milestone ("Saving completed"). Interruptions (milestones that 
 skip) do not cut phases; they belong to the phase they appear in. States after the last
 milestone, if any, form a last phase named "after '<last milestone>'".
 
-A state belongs to the phase after its nearest essential dominator (``model.idom``):
+A state belongs to the phase after its nearest essential dominator (``model.nearest_milestone``):
 every successful run reaches it only after that milestone. A run's frames belong to the
 phase whose milestone the run was heading for when it showed them, so a failure can be
 placed: "in phase 'Saving completed' after 'hello world'" (:func:`where`).
@@ -83,7 +83,7 @@ def phases(model: Model) -> list[Phase]:
         if state_id in hard:
             members[hard.index(state_id)].append(state_id)
             continue
-        dominator = model.idom.get(state_id, START)
+        dominator = model.nearest_milestone.get(state_id, START)
         before = position.get(dominator, -1)  # index of the milestone it comes after
         phase = sum(1 for sid in hard if position[sid] <= before)
         members[phase].append(state_id)

@@ -41,8 +41,8 @@ from trustlayer.observe.edits import required_removals
 from trustlayer.observe.steps import Step, action_signatures, run_steps
 from trustlayer.observe.templates import (
     borrow_variation,
+    learned_tolerance,
     learn_profile,
-    novelty,
     varied_words,
 )
 from trustlayer.observe.traces import Run
@@ -72,7 +72,8 @@ def _build_state(state_id: str, members: Sequence[tuple[str, Step]], size: int,
         phashes=sorted({fp.phash for fp in fps if fp.phash is not None}),
         thumbnails=thumbs[:MAX_EXEMPLARS],
         volatile_mask=None if mask is None else np.packbits(mask).tobytes(),
-        members=[[run_id, step.seq] for run_id, step in members], tolerance=novelty(lines))
+        members=[[run_id, step.seq] for run_id, step in members],
+        tolerance=learned_tolerance(lines))
 
 
 def _interruptions(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> list[str]:
@@ -283,7 +284,7 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                   warnings=warnings,
                   required_outputs=required_outputs(learned_from),
                   required_removals=required_removals(learned_from),
-                  idom=_nearest_essential(idom, essential), timing=_timing(essential, paths),
+                  nearest_milestone=_nearest_essential(idom, essential), timing=_timing(essential, paths),
                   segment_actions=_segment_actions(essential, paths),
                   convergence=convergence_points(graph),
                   training_runs=run_ids, settings=settings)

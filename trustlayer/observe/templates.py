@@ -342,12 +342,12 @@ def borrow_variation(profile: Profile, varied: set[str]) -> Profile:
     return Profile(templates, salient)
 
 
-def novelty(members: Sequence[frozenset[str]]) -> float:
+def learned_tolerance(members: Sequence[frozenset[str]]) -> float:
     """How much a new member of a state may show that the others never did, learned by
     leaving each member out: the largest share of its content lines that the templates
     of the other members do not explain (0.0 with fewer than two members).
 
-    >>> novelty([frozenset({"X|a", "X|b"}), frozenset({"X|a", "X|b", "X|toast"})])
+    >>> learned_tolerance([frozenset({"X|a", "X|b"}), frozenset({"X|a", "X|b", "X|toast"})])
     0.3333
     """
     if len(members) < 2:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from trustlayer.compare.llm import LLMJudge
+from trustlayer.compare.llm import judge_for
 from trustlayer.errors import EXIT_OK, UsageError
 from trustlayer.inputs import load_model
 from trustlayer.judge.matcher import judge_run
@@ -74,7 +74,7 @@ def compare(model: Model, references: Sequence[Run], runs: Sequence[Run],
             labels: dict[str, dict[str, Any]], baselines: bool = True) -> list[JudgeScore]:
     """Judge every labelled run with trustlayer and (if `baselines`) each baseline."""
     labelled = [run for run in runs if run.run_id in labels]
-    llm = LLMJudge(model.settings.llm) if model.settings.llm.enabled else None
+    llm = judge_for(model.settings.llm)
     ours = JudgeScore(TRUSTLAYER, gives_causes=True)
     start = time.perf_counter()
     for run in labelled:
