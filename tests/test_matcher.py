@@ -1,10 +1,16 @@
 """The incremental matcher: statuses event by event, negatives, deadlines, snapshots."""
 import json
+from pathlib import Path
+
+import pytest
 
 from tracegen import as_run, events_for, make_screens
 
 from trustlayer.judge.matcher import Matcher, judge_run
 from trustlayer.learn.learner import learn
+from trustlayer.observe.traces import read_runs
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def model_with_negative():
@@ -67,3 +73,25 @@ def test_deadline_fails_a_silent_run():
     assert matcher.tick(first.ts + 1).status != "failed"
     status = matcher.tick(first.ts + 3600)
     assert status.status == "failed" and "not reached within" in status.reason
+
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
+
+
+@pytest.mark.parametrize("task", [REPO / "examples" / "jupyter", SHARED / "coding-dev",
+                                  SHARED / "datasette-dev" / "ds-countries-filter-count"],
+                         ids=lambda path: path.name)
+def test_a_run_restored_at_every_event_gets_the_batch_status(task):
+    """The snapshot keeps what resuming needs: file facts of the previous state (coding),
+    the screen a required output is looked up on (datasette), the history for causes."""
+    model = learn(read_runs([task / "train"]))
+    for run in read_runs([task / "test"]):
+        restored, whole = Matcher(model), Matcher(model)
+        for event in run.events:
+            restored = Matcher.restore(model, json.loads(json.dumps(restored.snapshot())))
+            restored.feed(event)
+            whole.feed(event)
+            assert restored.snapshot() == whole.snapshot(), (run.run_id, event.seq)
+        if run.end is None:
+            restored.close(run.events[-1].seq)
+        assert restored.status.to_json() == judge_run(model, run).to_json(), run.run_id

@@ -20,11 +20,14 @@ from trustlayer.judge.cause import explain_failure
 from trustlayer.learn.evidence import output_call
 from trustlayer.model import Model
 from trustlayer.observe.canonical import shows
+from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.observe.steps import StepBuilder, action_signatures
 from trustlayer.observe.traces import Action, Event, Run
 
 RUNNING, AT_RISK, PASSED, FAILED = "running", "at_risk", "passed", "failed"
+#: What the matcher keeps of each observed state (see :func:`trustlayer.judge.cause.explain_failure`).
+HISTORY_FIELDS = ("seq", "ts", "ids", "via", "novel", "ends", "files_moved")
 
 
 @dataclass
@@ -284,8 +287,15 @@ class Matcher:
         return self.state
 
     def snapshot(self) -> dict[str, Any]:
-        """JSON-serialisable state, for the stream's table (see :meth:`restore`)."""
-        return {"position": self.position, "history": self.history,
+        """What the matcher needs to resume, JSON-serialisable (see :meth:`restore`): the
+        history as rows of :data:`HISTORY_FIELDS`, and of the previous state's lines only
+        those the next step reads (its file facts; every line when the model requires
+        outputs, whose values are looked up on that screen)."""
+        previous = self.builder.previous_lines
+        if previous is not None and not self.model.required_outputs:
+            previous = file_facts(previous)
+        return {"position": self.position,
+                "history": [[entry[name] for name in HISTORY_FIELDS] for entry in self.history],
                 "matched_at": self.matched_at, "start_ts": self.start_ts,
                 "outputs": self.outputs, "outputs_shown": self.outputs_shown,
                 "removed": {path: sorted(lines) for path, lines in self.removals.removed.items()},
@@ -294,15 +304,16 @@ class Matcher:
                             for path, holders in self.removals.holders.items()},
                 "baseline_files": self.builder.baseline_files,
                 "pending": [asdict(a) for a in self.builder.pending],
-                "previous_lines": None if self.builder.previous_lines is None else
-                sorted(self.builder.previous_lines),
+                "previous_lines": None if previous is None else sorted(previous),
                 "status": None if self.state is None else asdict(self.state)}
 
     @classmethod
     def restore(cls, model: Model, data: dict[str, Any], llm: LLMJudge | None = None) -> "Matcher":
         """Rebuild a matcher from :meth:`snapshot`."""
         matcher = cls(model, llm)
-        matcher.position, matcher.history = data["position"], data["history"]
+        matcher.position = data["position"]
+        matcher.history = [row if isinstance(row, dict) else dict(zip(HISTORY_FIELDS, row))
+                           for row in data["history"]]  # dicts: written by an older version
         matcher.matched_at, matcher.start_ts = dict(data["matched_at"]), data["start_ts"]
         matcher.outputs = dict(data.get("outputs", {}))
         matcher.outputs_shown = dict(data.get("outputs_shown", {}))
