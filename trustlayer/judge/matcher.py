@@ -305,7 +305,9 @@ class Matcher:
                 "baseline_files": self.builder.baseline_files,
                 "pending": [asdict(a) for a in self.builder.pending],
                 "previous_lines": None if previous is None else sorted(previous),
-                "status": None if self.state is None else asdict(self.state)}
+                "status": None if self.state is None else  # asdict() deep-copies: slow
+                {name: list(value) if isinstance(value, list) else value
+                 for name, value in vars(self.state).items()}}
 
     @classmethod
     def restore(cls, model: Model, data: dict[str, Any], llm: LLMJudge | None = None) -> "Matcher":
