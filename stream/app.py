@@ -42,6 +42,7 @@ from trustlayer.observe.traces import Run, run_of_events
 
 from trustlayer.errors import TraceError
 
+from stream.checkpoint import Checkpoint
 from stream.deadletter import Rejected, dead_letter
 from stream.offload import LearnPool
 from stream.refine import Refiner
@@ -96,7 +97,7 @@ class TableStore:
 
     def __init__(self, table: Any):
         self.table = table
-        self.pending: list[asyncio.Future] = []
+        self.inflight: set[asyncio.Future] = set()
 
     def get(self, key: str) -> bytes | None:
         return self.table.data.get(key)
@@ -106,15 +107,17 @@ class TableStore:
             self.table.data.pop(key, None)
         else:
             self.table.data[key] = value
-        self.pending.append(self.table.send_changelog(partition, key, value))
+        future = self.table.send_changelog(partition, key, value)
+        self.inflight.add(future)
+        future.add_done_callback(self.inflight.discard)
 
     def items(self) -> list[tuple[str, bytes | dict]]:
         """Every (key, value); a value recovered from the changelog may come back decoded."""
         return [(k, v) for k, v in list(self.table.data.items()) if v is not None]
 
-    def drain(self) -> list[asyncio.Future]:
-        pending, self.pending = self.pending, []
-        return pending
+    async def settled(self) -> None:
+        """Wait until every changelog record written so far is delivered."""
+        await asyncio.gather(*self.inflight)
 
 
 class EventFetcher:
@@ -183,6 +186,7 @@ class Runtime:
         self.store = TableStore(table)
         self.training = TableStore(training)
         self.processor = StreamProcessor(self.registry, self.store, cfg.settings, self.metrics)
+        self.checkpoint = Checkpoint(self.processor, self.store)
         self.learner = LearnPool()
         self.refiner = Refiner(self.registry, cfg.drop_after, cfg.settings.refine_on_verdict,
                                learner=self.learner)
@@ -388,7 +392,8 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
     async def judge(stream: Any) -> None:
         await rt.ready.wait()
         log.info("judging events")
-        async for batch in stream.take_events(cfg.batch_max, within=cfg.batch_within):
+        # acknowledged by the timer `checkpoint` once what they changed is durable
+        async for batch in stream.noack_take(cfg.batch_max, within=cfg.batch_within):
             # Records of a partition revoked meanwhile are processed too: their offsets are
             # not committed, the new owner processes them again, and both give the same
             # verdicts and table records (processing is deterministic).
@@ -396,11 +401,15 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
                         Source(e.message.partition, e.message.offset, e.message.timestamp or 0.0,
                                e.message.topic)) for e in batch]
             out = rt.processor.process_batch(records)
+            rt.checkpoint.add(stream, batch, out, send(out))
             now = time.monotonic()
             for _, _, source in records:
                 tp = TopicPartition(names.events, source.partition)
                 rt.processed[tp], rt.progress[tp] = source.offset, now
-            await asyncio.gather(*rt.store.drain(), *send(out))
+
+    @app.timer(cfg.commit_interval)
+    async def checkpoint() -> None:
+        await rt.checkpoint.settle()
 
     def caught_up(partition: int) -> bool:
         """Every record of the partition published so far has been processed."""
@@ -489,14 +498,15 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
             return
         await unstall()
         out = rt.processor.tick(caught_up=caught_up)
-        rt.processor.flush()
-        await asyncio.gather(*rt.store.drain())  # outboxes stored before their verdicts go
         if out.verdicts:
+            timed = [run_id for run_id, _ in out.verdicts]
+            rt.processor.flush(timed)
+            await rt.store.settled()  # outboxes stored before their verdicts go
             await asyncio.gather(*send(out))
             for run_id, record in out.verdicts:
                 rt.processor.confirm(run_id, [record])
-            rt.processor.flush()
-            await asyncio.gather(*rt.store.drain())
+            rt.processor.flush(timed)
+            await rt.store.settled()
 
     # -- online refinement ------------------------------------------------------------------------
     @app.agent(finished)
@@ -534,7 +544,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
                 rt.training.put(f"{run.task}/{rid}", partition, json.dumps(
                     {"partition": partition, "state": state,
                      "events": [e.raw for e in source.events]}).encode())
-            await asyncio.gather(*rt.training.drain())
+            await rt.training.settled()
             if result.model is not None:
                 await publish_model(result.model)
             rt.progress[tp] = time.monotonic()

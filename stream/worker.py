@@ -15,13 +15,16 @@ dict in tests). For each run it
   goes on; so do events of a run after its end (``after_end``): a final verdict is never
   changed or re-opened.
 
-Crash safety (at-least-once). The worker commits a source offset only after everything sent
-while processing it was delivered (Faust flushes the producer before committing). After a
-crash the records since the last commit come again: a record whose offset the stored run
-already includes sends again, unchanged, the verdicts it had caused; one the store does not
-include is processed again and gives the same verdicts (``verdict_ts`` is the triggering
-event's ``ts``, not a clock). Verdicts made by the timer (deadlines) are kept in the run's
-outbox in the store before they are sent, and sent again after a restart until confirmed.
+Crash safety (at-least-once). The app acknowledges a source record (so that Faust may
+commit its offset) only after the runs it changed were written by :meth:`flush` and the
+verdicts it caused were delivered (:class:`stream.checkpoint.Checkpoint`); a run is written
+once per checkpoint however many of its events came. After a crash the records since the
+last commit come again: a record whose offset the stored run already includes sends again,
+unchanged, the verdicts it caused that were not known delivered when the run was written; one
+the store does not include is processed again and gives the same verdicts (``verdict_ts`` is
+the triggering event's ``ts``, not a clock). Verdicts made by the timer (deadlines) are kept
+in the run's outbox in the store before they are sent, and sent again after a restart until
+confirmed.
 """
 from __future__ import annotations
 
@@ -59,6 +62,9 @@ class WorkerSettings:
     refine : hand successful finished runs to online refinement.
     refine_on_verdict : also runs without a known outcome that the validator passed.
     retention : seconds a finished run stays in the table (late duplicates are ignored).
+    max_run_events, max_history_bytes : a run with more events, or whose matcher keeps more
+        bytes of history (its states and the actions between), fails with "run too long":
+        with ``max_held_bytes`` they keep a run's record under the broker's 10 MB limit.
     """
 
     images_dir: Path | None = None
@@ -69,6 +75,8 @@ class WorkerSettings:
     refine: bool = True
     refine_on_verdict: bool = False
     retention: float = 3600.0
+    max_run_events: int = 20_000
+    max_history_bytes: int = 1_000_000
 
 
 class Metrics:
@@ -179,10 +187,11 @@ class RunRecord:
     complete: bool = True
     offsets: list[int] = field(default_factory=list)
     closed_at: float | None = None
+    history_bytes: int = 0
 
     def encode(self) -> bytes:
         # vars(), not dataclasses.asdict(): no deep copy of the snapshot and held events
-        return json.dumps(vars(self), separators=(",", ":")).encode("utf-8")
+        return json.dumps(vars(self), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
     @classmethod
     def decode(cls, value: bytes | str | dict) -> "RunRecord":
@@ -255,6 +264,7 @@ class StreamProcessor:
         self.cache: dict[str, RunRecord] = {}
         self.matchers: dict[str, Matcher] = {}
         self.dirty: set[str] = set()
+        self._fed: Tally = Tally()  # events fed by task and kind, for the metrics
         self.active: set[int] | None = None
         self._judges: dict[tuple[str, int], LLMJudge | None] = {}
         registry.listeners.append(self.metrics.model_known)
@@ -263,11 +273,14 @@ class StreamProcessor:
 
     # -- records ----------------------------------------------------------------------------
     def process_batch(self, records: Iterable[tuple[bytes | None, bytes | None, Source]]) -> Output:
-        """Process ``(key, value, source)`` records in order, then :meth:`flush`."""
+        """Process ``(key, value, source)`` records in order (the runs they change are
+        written to the store by :meth:`flush`) and count them in the metrics."""
         out = Output()
         for key, value, source in records:
             self.process(key, value, source, out)
-        self.flush()
+        for (task, kind), count in self._fed.items():
+            self.metrics.events.labels(task, kind).inc(count)
+        self._fed.clear()
         return out
 
     def process(self, key: bytes | None, value: bytes | None, source: Source,
@@ -332,9 +345,11 @@ class StreamProcessor:
         if rec.ended:
             self._after_end(rec, out, source.topic)
 
-    def flush(self) -> None:
-        """Write every run changed since the last flush to the store."""
-        for run_id in sorted(self.dirty):
+    def flush(self, run_ids: Iterable[str] | None = None) -> None:
+        """Write the runs changed since they were last written (all, or those of `run_ids`)
+        to the store: once per run however many of its events came meanwhile."""
+        for run_id in sorted(self.dirty if run_ids is None else self.dirty & set(run_ids)):
+            self.dirty.discard(run_id)
             rec = self.cache.get(run_id)
             if rec is None:
                 continue
@@ -342,7 +357,14 @@ class StreamProcessor:
             if matcher is not None:
                 rec.snapshot = matcher.snapshot()
             self.store.put(run_id, rec.partition, rec.encode())
-        self.dirty.clear()
+
+    def delivered(self, verdicts: Iterable[tuple[str, dict]]) -> None:
+        """These verdicts reached the broker: their runs need not send them again when
+        their records come again after a restart (see :meth:`process`)."""
+        for run_id, record in verdicts:
+            rec = self.cache.get(run_id)
+            if rec is not None and rec.sent:
+                rec.sent = [item for item in rec.sent if item["record"] is not record]
 
     # -- the timer ----------------------------------------------------------------------------
     def tick(self, wall: float | None = None,
@@ -397,8 +419,8 @@ class StreamProcessor:
 
     # -- rebalancing ----------------------------------------------------------------------------
     def revoke(self) -> None:
-        """Partitions were taken away: forget the cached runs (the store keeps them; every
-        change was written by the flush at the end of its batch or tick)."""
+        """Partitions were taken away: write the runs changed since the last checkpoint and
+        forget the cached runs (the store keeps them)."""
         self.flush()
         self.cache.clear()
         self.matchers.clear()
@@ -482,27 +504,50 @@ class StreamProcessor:
     def _feed(self, rec: RunRecord, event, offset: int, pub: float, out: Output,
               trigger: int) -> None:
         rec.next_seq = event.seq + 1
-        rec.offsets.append(offset)
+        if rec.complete:
+            rec.offsets.append(offset)
         rec.last_ts, rec.last_pub = event.ts, pub
         if event.kind == "end":
             rec.ended, rec.outcome = True, event.outcome
-        self.metrics.events.labels(rec.task, event.kind).inc()
+        self._fed[rec.task, event.kind] += 1
+        too_long = None if rec.final else self._too_long(rec, event)
+        if too_long is not None:
+            self._give_up(rec, out, trigger, event.ts, pub, too_long)
+            return
         matcher = self._matcher(rec)
         unknown = matcher.status.unknown_states if matcher.status else 0
+        kept = len(matcher.history)
         status = matcher.feed(event)
+        rec.history_bytes += sum(len(json.dumps(entry)) for entry in matcher.history[kept:])
         if status.unknown_states > unknown:
             self.metrics.unknown.labels(rec.task).inc(status.unknown_states - unknown)
         self._emit(rec, status, out, trigger, event.ts, pub)
         if rec.ended:
             self._finish(rec, out, pub)
 
+    def _too_long(self, rec: RunRecord, event) -> str | None:
+        """Why the run is too long to keep judging (see :class:`WorkerSettings`), or None."""
+        limit = self.settings
+        if event.seq >= limit.max_run_events:
+            return f"run too long: more than {limit.max_run_events} events (max_run_events)"
+        if rec.history_bytes > limit.max_history_bytes:
+            return (f"run too long: its history passed {limit.max_history_bytes} bytes after "
+                    f"{event.seq} events (max_history_bytes)")
+        return None
+
     def _events_missing(self, rec: RunRecord, out: Output, trigger: int | None, verdict_ts: float,
                         pub: float | None, why: str) -> None:
         """Fail the run: an event it needs never came."""
         if any(h["event"].get("kind") == "end" for h in rec.held.values()):
             rec.ended = True  # its end came early: nothing more will come
-        rec.complete = False
         rec.held = {}
+        self._give_up(rec, out, trigger, verdict_ts, pub, f"events missing: {why}")
+
+    def _give_up(self, rec: RunRecord, out: Output, trigger: int | None, verdict_ts: float,
+                 pub: float | None, reason: str) -> None:
+        """Fail the run for `reason`, a fault of its stream rather than of what it showed
+        (it is not learned from)."""
+        rec.complete, rec.offsets = False, []
         if rec.final:
             if rec.ended:
                 self._finish(rec, out, pub)
@@ -515,7 +560,7 @@ class StreamProcessor:
                                             if s not in model.soft])
         status = matcher.status
         status.status, status.cause, status.final = FAILED, None, True
-        status.reason = f"events missing: {why}"
+        status.reason = reason
         status.detected_at_seq = rec.next_seq - 1 if rec.next_seq else None
         self._emit(rec, status, out, trigger, verdict_ts, pub)
         if rec.ended:

@@ -244,6 +244,26 @@ def await_topic(bootstrap: str, topic: str, until: Callable[[list], bool], *work
     return values
 
 
+def await_committed(bootstrap: str, group: str, topic: str, count: int, timeout: float = 30) -> None:
+    """Wait until `group` has committed `count` records of `topic` (a fresh topic): the
+    worker commits an offset only once the runs its record changed are written."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    async def committed() -> int:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            offsets = await admin.list_consumer_group_offsets(group)
+        finally:
+            await admin.close()
+        return sum(meta.offset for tp, meta in offsets.items() if tp.topic == topic)
+
+    deadline = time.monotonic() + timeout
+    while (done := asyncio.run(committed())) < count:
+        assert time.monotonic() < deadline, f"{group}: {done} of {count} records committed"
+        time.sleep(0.2)
+
+
 def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes]]) -> None:
     from aiokafka import AIOKafkaProducer
 

@@ -178,6 +178,7 @@ def test_records_processed_again_after_a_crash_send_the_same_verdicts_again():
     first = processor(store)
     half = len(records) // 2
     sent_before = first.process_batch(records[:half]).verdicts
+    first.flush()  # the runs were written, the verdicts' delivery not yet confirmed
     # crash: a new processor, the same store, every record again
     again = processor(store)
     sent_after = again.process_batch(records).verdicts
@@ -190,6 +191,78 @@ def test_records_processed_again_after_a_crash_send_the_same_verdicts_again():
     # and once more: nothing new, the same records
     third = processor(store).process_batch(records).verdicts
     assert {json.dumps(r, sort_keys=True) for _, r in third} <= after
+
+
+def test_a_worker_restarted_after_every_record_gives_the_batch_verdicts():
+    """Each record goes to a new processor that resumes from the runs as last written."""
+    store, sent = DictStore(), []
+    for record in as_records(interleave([list(r) for r in example_events()])):
+        p = processor(store)
+        sent += p.process_batch([record]).verdicts
+        p.flush()
+    same_as_batch(finals(sent))
+
+
+class CountingStore(DictStore):
+    def __init__(self):
+        super().__init__()
+        self.writes = 0
+
+    def put(self, key, partition, value):
+        self.writes += 1
+        super().put(key, partition, value)
+
+
+def test_a_run_is_written_once_per_flush_however_many_of_its_events_came():
+    store = CountingStore()
+    p = processor(store)
+    runs = [list(r) for r in example_events()]
+    for start in range(0, max(map(len, runs)), 10):  # ten events of each run per checkpoint
+        p.process_batch(as_records(interleave([run[start:start + 10] for run in runs]),
+                                   start_offset=start * 100))
+        before = store.writes
+        p.flush()
+        assert store.writes - before <= len(runs)
+    assert store.writes < sum(map(len, runs)) / 3
+
+
+def test_verdicts_known_delivered_are_not_sent_again_after_a_restart():
+    records = as_records(interleave([list(r) for r in example_events()]))
+    store = DictStore()
+    first = processor(store)
+    out = first.process_batch(records)
+    delivered, unconfirmed = out.verdicts[::2], out.verdicts[1::2]
+    first.delivered(delivered)
+    first.flush()
+    again = processor(store).process_batch(records).verdicts
+    ids = lambda verdicts: sorted(json.dumps(r, sort_keys=True) for _, r in verdicts)
+    assert ids(again) == ids(unconfirmed)
+
+
+def test_a_run_too_long_fails_with_that_reason_and_keeps_a_bounded_record():
+    events = list(example_events()[1])
+    store = DictStore()
+    p = processor(store, max_run_events=10)
+    records = as_records(events)
+    out = p.process_batch(records[:-1])
+    p.flush()
+    [final] = finals(out.verdicts)[events[0]["run_id"]]
+    assert final["status"] == "failed" and final["detected_at_seq"] == 10
+    assert final["reason"] == "run too long: more than 10 events (max_run_events)"
+    rec = p.cache[events[0]["run_id"]]
+    assert rec.offsets == [] and len(rec.snapshot["history"]) < 10
+    end = p.process_batch(records[-1:])
+    assert not end.verdicts and not end.finished  # final, and not learned from
+    # the history's size too, counted the same after a restart at every record
+    by_bytes = DictStore()
+    sent = []
+    for record in as_records(events):
+        q = processor(by_bytes, max_history_bytes=500)
+        sent += q.process_batch([record]).verdicts
+        q.flush()
+    [final] = finals(sent)[events[0]["run_id"]]
+    assert final["reason"].startswith("run too long: its history passed 500 bytes after ")
+    assert final["detected_at_seq"] < 10
 
 
 def test_a_deadline_fails_a_silent_run_and_its_verdict_waits_in_the_outbox():

@@ -20,6 +20,7 @@ from streamkit import (
     CpuHogs,
     Worker,
     all_final,
+    await_committed,
     await_topic,
     bad_records,
     batch_verdicts,
@@ -131,11 +132,13 @@ def test_the_supervisor_starts_a_killed_faust_worker_again(kafka, tmp_path):
     prefix, topics, models = setup(kafka, tmp_path)
     runs = copies(3, prefix)
     first, second = halves(runs)
-    worker = Worker(kafka.bootstrap, prefix, unique("super"), models, tmp_path / "w.log")
+    app_id = unique("super")
+    worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w.log")
     try:
         worker.wait_ready()
         publish_events(kafka.bootstrap, topics.events, first)
         await_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), worker, timeout=60)
+        await_committed(kafka.bootstrap, app_id, topics.events, len(first))
         faust = worker.faust_pid()
         os.kill(faust, signal.SIGKILL)
         publish_events(kafka.bootstrap, topics.events, second)
