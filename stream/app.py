@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import faust
+from faust.types import TP
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
@@ -456,7 +457,8 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
                             consumer_state(tp))
                 rt.metrics.stalls.labels("resumed").inc()
                 if app.consumer.flow_active and not app.in_recovery:
-                    app.consumer.resume_partitions([tp])
+                    # Faust's own TP: its active set asserts that type, and crashed on ours
+                    app.consumer.resume_partitions([TP(tp.topic, tp.partition)])
                 await app.consumer.seek(tp, position)
 
     def topics_missing() -> bool:
