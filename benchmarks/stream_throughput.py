@@ -1,16 +1,18 @@
-"""Streaming benchmarks on the embedded Kafka 4.4, printed as ratios (nothing asserted).
+"""Streaming benchmarks on the embedded Kafka 4.4, printed as ratios against limits
+measured in the same run (nothing asserted).
 
     .venv/bin/python benchmarks/stream_throughput.py [--events N] [--rate R] [--seconds S]
 
-1. throughput on text/a11y events (screenshots stripped): the worker (``trustlayer worker``,
-   refinement off) ÷ a do-nothing Faust agent (same broker, same batching: the framework's
-   ceiling; goal >= 0.5) ÷ raw aiokafka consumption;
+1. throughput on text/a11y events (screenshots stripped), published beforehand: the worker
+   (``trustlayer worker``, refinement off) ÷ a do-nothing Faust agent (same broker, topic,
+   events and batching: the framework's ceiling; goal >= 0.5) and ÷ a plain aiokafka loop
+   that json-decodes each event and produces one small record; two workers in one group
+   ÷ one worker, with the CPU each worker process used;
 2. per-screenshot-event cost in the worker's processor (data URI decode, checks,
-   fingerprint, match) ÷ PNG decode cost of the same frames, and the same for events whose
-   screenshots the runner fingerprinted (``trustlayer replay --fingerprint``);
+   fingerprint, match) ÷ PNG decode cost of the same frames (goal <= 1.5), and the same for
+   events whose screenshots the runner fingerprinted (``trustlayer replay --fingerprint``);
 3. p50/p99 publish -> verdict latency at a fixed offered load (default 500 events/s; goal
-   p99 <= 50 ms), with one worker and with two workers in one group; the same throughput
-   with two workers.
+   p99 <= 50 ms), with one worker and with two workers in one group.
 
 The runs are the repo's examples/jupyter test runs, copied under new run ids.
 """
@@ -54,6 +56,7 @@ from trustlayer.observe.traces import run_of_events  # noqa: E402
 EXAMPLES = REPO / "examples" / "jupyter"
 FLEET_AGENTS = 24  # runners publishing at once in the latency runs
 FETCH = MAX_MESSAGE_BYTES + 2 ** 20
+PARTITIONS = 4  # of the events topic: up to 4 workers share the load
 
 NOTHING_APP = textwrap.dedent('''
     import os, sys, time
@@ -128,22 +131,49 @@ async def produce(bootstrap: str, topic: str, events: list[dict], rate: float | 
     return loop.time() - t0
 
 
-async def raw_consume(bootstrap: str, topic: str, n: int) -> float:
+async def plain_loop(bootstrap: str, topic: str, out_topic: str, n: int) -> float:
+    """Events/s of a plain aiokafka loop that json-decodes each event and produces one
+    small record for it (awaiting each fetched batch's records, as at-least-once would)."""
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
                                 auto_offset_reset="earliest", enable_auto_commit=False,
                                 max_partition_fetch_bytes=FETCH)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
     await consumer.start()
+    await producer.start()
     count, t0 = 0, None
     try:
         while count < n:
             batches = await consumer.getmany(timeout_ms=500, max_records=500)
+            sent = []
             for records in batches.values():
                 if t0 is None and records:
                     t0, first = time.perf_counter(), len(records)
+                for record in records:
+                    event = json.loads(record.value)
+                    sent.append(await producer.send(out_topic, key=record.key, value=json.dumps(
+                        {"run_id": event["run_id"], "seq": event["seq"]}).encode()))
                 count += len(records)
+            await asyncio.gather(*sent)
         return (count - first) / (time.perf_counter() - t0)
     finally:
         await consumer.stop()
+        await producer.stop()
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process `pid` and its descendants."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, pending = 0.0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, IndexError):
+            continue  # exited meanwhile
+    return total
 
 
 def start_worker(bootstrap: str, prefix: str, app_id: str, models: Path, port: int,
@@ -169,10 +199,12 @@ def events_processed(ports: list[int]) -> float:
     return total
 
 
-def worker_throughput(kafka, models: Path, events: list[dict], workers: int, work: Path) -> float:
-    """Events/s of `workers` workers over `events` published beforehand (startup excluded)."""
+def worker_throughput(kafka, models: Path, events: list[dict], workers: int,
+                      work: Path) -> tuple[float, list[float]]:
+    """Events/s of `workers` workers over `events` published beforehand (startup excluded),
+    and the CPU each used meanwhile (seconds per second)."""
     prefix = f"bt-{uuid.uuid4().hex[:6]}"
-    ensure_topics(kafka.bootstrap, topic_names(prefix))
+    ensure_topics(kafka.bootstrap, topic_names(prefix), PARTITIONS)
     asyncio.run(produce(kafka.bootstrap, topic_names(prefix).events, events))
     ports = [free_port() for _ in range(workers)]
     app_id = f"bench-{uuid.uuid4().hex[:6]}"
@@ -187,9 +219,12 @@ def worker_throughput(kafka, models: Path, events: list[dict], workers: int, wor
             done = events_processed(ports)
             if t0 is None and done > 0:
                 t0, first = time.perf_counter(), done
+                cpu0 = [tree_cpu(proc.proc.pid) for proc in procs]
             if done >= len(events):
-                return (done - first) / (time.perf_counter() - t0)
-            time.sleep(0.02)
+                wall = time.perf_counter() - t0
+                cpu = [(tree_cpu(proc.proc.pid) - c) / wall for proc, c in zip(procs, cpu0)]
+                return (done - first) / wall, cpu
+            time.sleep(0.1)
         raise RuntimeError(f"only {events_processed(ports)} of {len(events)} events processed")
     finally:
         for proc in procs:
@@ -285,6 +320,7 @@ def processing_cost(registry: ModelRegistry, runs: list[list[dict]]) -> float:
     processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
     start = time.perf_counter()
     processor.process_batch(records)
+    processor.flush()
     return time.perf_counter() - start
 
 
@@ -333,22 +369,24 @@ def main() -> int:
 
     with EmbeddedKafka(log_level="WARN") as kafka:
         print(f"Kafka 4.4 at {kafka.bootstrap} (started in {kafka.startup_seconds:.1f} s)")
-        worker_1 = worker_throughput(kafka, models, events, 1, work)
-        topic = f"raw-{uuid.uuid4().hex[:6]}"
-        ensure_topics(kafka.bootstrap, topic_names(topic))
-        asyncio.run(produce(kafka.bootstrap, topic_names(topic).events, events))
-        nothing = nothing_throughput(kafka, topic_names(topic).events, len(events), work)
-        raw = asyncio.run(raw_consume(kafka.bootstrap, topic_names(topic).events, len(events)))
-        worker_2 = worker_throughput(kafka, models, events, 2, work)
-        print("\n1. throughput, text/a11y events")
-        print(f"   worker (1)            {worker_1:9.0f} events/s")
-        print(f"   do-nothing Faust agent{nothing:9.0f} events/s")
-        print(f"   raw aiokafka consume  {raw:9.0f} events/s")
-        print(f"   worker / do-nothing agent   = {worker_1 / nothing:.2f}  (goal >= 0.5)")
-        print(f"   worker / raw aiokafka       = {worker_1 / raw:.3f}")
-        print(f"   do-nothing agent / aiokafka = {nothing / raw:.3f}")
-        print(f"   two workers                 {worker_2:9.0f} events/s = "
-              f"{worker_2 / worker_1:.2f} x one worker, {worker_2 / nothing:.2f} x do-nothing")
+        worker_1, (cpu_1,) = worker_throughput(kafka, models, events, 1, work)
+        topics = topic_names(f"raw-{uuid.uuid4().hex[:6]}")
+        ensure_topics(kafka.bootstrap, topics, PARTITIONS)
+        asyncio.run(produce(kafka.bootstrap, topics.events, events))
+        nothing = nothing_throughput(kafka, topics.events, len(events), work)
+        plain = asyncio.run(plain_loop(kafka.bootstrap, topics.events, topics.verdicts,
+                                       len(events)))
+        worker_2, cpu_2 = worker_throughput(kafka, models, events, 2, work)
+        print(f"\n1. throughput, text/a11y events ({PARTITIONS} partitions)")
+        print(f"   worker (1 process)          {worker_1:7.0f} events/s, CPU {cpu_1:.2f} s/s")
+        print(f"   do-nothing Faust agent      {nothing:7.0f} events/s")
+        print(f"   plain aiokafka loop         {plain:7.0f} events/s (json-decodes each event, "
+              f"produces one small record)")
+        print(f"   worker / do-nothing agent    = {worker_1 / nothing:.2f}  (goal >= 0.5)")
+        print(f"   worker / plain aiokafka loop = {worker_1 / plain:.3f}")
+        print(f"   2 workers                   {worker_2:7.0f} events/s, {worker_2 / 2:.0f} per "
+              f"worker, CPU {' + '.join(f'{c:.2f}' for c in cpu_2)} s/s; "
+              f"2 workers / 1 worker = {worker_2 / worker_1:.2f} ({os.cpu_count()} cores)")
 
         per_event, printed, decode = screenshot_cost()
         print("\n2. screenshot events (in the worker's processor, no broker)")
