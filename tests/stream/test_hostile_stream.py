@@ -116,6 +116,7 @@ def test_events_after_the_end_go_to_the_dlq_and_the_verdict_stays():
     assert out.verdicts == []
     assert [r["reason"] for _, r in out.dlq] == ["after_end"] * 3
     assert "ended before seq" in out.dlq[0][1]["error"]
+    p.flush()  # what the checkpoint does
     record = json.loads(p.store[end["run_id"]])
     assert record["final"] and record["ended"] and record["last_key"] == \
         [verdict["status"], True]
