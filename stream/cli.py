@@ -69,7 +69,7 @@ def worker_config(args: argparse.Namespace):
         images_dir=Path(args.images).resolve() if args.images else None,
         reorder_window=args.reorder_window, reorder_timeout=args.reorder_timeout,
         deadlines=not args.no_deadlines, refine=not args.no_refine,
-        refine_on_verdict=args.refine_on_verdict)
+        refine_on_verdict=args.refine_on_verdict, max_run_events=args.max_run_events)
     return WorkerConfig(
         bootstrap=args.broker, app_id=args.app_id, topics=topic_names(args.topics),
         partitions=args.partitions, models_dir=Path(args.models) if args.models else None,
@@ -275,6 +275,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="events held at most while one is missing (default 64)")
     p.add_argument("--reorder-timeout", type=float, default=30.0, metavar="S",
                    help="seconds a missing event is waited for (default 30)")
+    p.add_argument("--max-run-events", type=int, default=20_000, metavar="N",
+                   help="a run with more events fails with 'run too long' (default 20000; "
+                   "with 1 MB of history at most, its record stays under Kafka's 10 MB)")
     p.add_argument("--metrics-port", type=int, default=9108,
                    help="Prometheus /metrics port (default 9108, 0: off)")
     p.add_argument("--metrics-addr", metavar="ADDR",

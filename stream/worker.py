@@ -510,9 +510,10 @@ class StreamProcessor:
         if event.kind == "end":
             rec.ended, rec.outcome = True, event.outcome
         self._fed[rec.task, event.kind] += 1
-        too_long = None if rec.final else self._too_long(rec, event)
-        if too_long is not None:
-            self._give_up(rec, out, trigger, event.ts, pub, too_long)
+        limit = self.settings
+        if event.seq >= limit.max_run_events and not rec.final:
+            self._give_up(rec, out, trigger, event.ts, pub, f"run too long: more than "
+                          f"{limit.max_run_events} events (max_run_events)")
             return
         matcher = self._matcher(rec)
         unknown = matcher.status.unknown_states if matcher.status else 0
@@ -521,19 +522,13 @@ class StreamProcessor:
         rec.history_bytes += sum(len(json.dumps(entry)) for entry in matcher.history[kept:])
         if status.unknown_states > unknown:
             self.metrics.unknown.labels(rec.task).inc(status.unknown_states - unknown)
+        if rec.history_bytes > limit.max_history_bytes and not status.final:
+            self._give_up(rec, out, trigger, event.ts, pub, f"run too long: its history passed "
+                          f"{limit.max_history_bytes} bytes at seq {event.seq} (max_history_bytes)")
+            return
         self._emit(rec, status, out, trigger, event.ts, pub)
         if rec.ended:
             self._finish(rec, out, pub)
-
-    def _too_long(self, rec: RunRecord, event) -> str | None:
-        """Why the run is too long to keep judging (see :class:`WorkerSettings`), or None."""
-        limit = self.settings
-        if event.seq >= limit.max_run_events:
-            return f"run too long: more than {limit.max_run_events} events (max_run_events)"
-        if rec.history_bytes > limit.max_history_bytes:
-            return (f"run too long: its history passed {limit.max_history_bytes} bytes after "
-                    f"{event.seq} events (max_history_bytes)")
-        return None
 
     def _events_missing(self, rec: RunRecord, out: Output, trigger: int | None, verdict_ts: float,
                         pub: float | None, why: str) -> None:

@@ -261,7 +261,7 @@ def test_a_run_too_long_fails_with_that_reason_and_keeps_a_bounded_record():
         sent += q.process_batch([record]).verdicts
         q.flush()
     [final] = finals(sent)[events[0]["run_id"]]
-    assert final["reason"].startswith("run too long: its history passed 500 bytes after ")
+    assert final["reason"].startswith("run too long: its history passed 500 bytes at seq ")
     assert final["detected_at_seq"] < 10
 
 
