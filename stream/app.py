@@ -465,8 +465,11 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         """Restart the worker if the group's assignment was made without one of its topics
         for `stall_restart` seconds: a broker that restarts answers metadata without topics
         for a moment, Faust then ignores them ("Ignoring missing topic") and only a metadata
-        refresh minutes later would assign them again."""
-        if not rt.recovered:
+        refresh minutes later would assign them again. Only the group's leader can tell:
+        its aiokafka keeps the metadata the assignment was made from, a follower's is empty
+        or stale (every follower of a fleet used to restart every 30 s)."""
+        if not rt.recovered or not group_leader():
+            rt.missing_since = None
             return False
         now = time.monotonic()
         missing = [topic for topic in (names.events, cfg.finished_topic)  # None or empty
@@ -480,6 +483,10 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
                       "worker", ", ".join(missing), now - rt.missing_since)
             restart_worker()
         return True
+
+    def group_leader() -> bool:
+        consumer = app.consumer._thread._consumer
+        return consumer is not None and consumer._coordinator._group_subscription is not None
 
     def restart_worker() -> None:
         """Stop the worker (Faust's own shutdown commits what was processed) so that its
