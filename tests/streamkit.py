@@ -28,7 +28,7 @@ EXAMPLES = REPO / "examples" / "jupyter"
 TRAIN, TEST = EXAMPLES / "train", EXAMPLES / "test"
 
 from stream.broker import free_port, stop_process  # noqa: E402
-from stream.replay import read_events, round_robin as interleave  # noqa: E402,F401
+from stream.replay import read_events  # noqa: E402,F401
 from stream.worker import Source  # noqa: E402
 from trustlayer.cli import verdict_record  # noqa: E402
 from trustlayer.judge.matcher import judge_run  # noqa: E402
@@ -287,8 +287,7 @@ def publish_events(bootstrap: str, topic: str, events: Iterable[dict]) -> None:
 def setup(kafka, tmp_path: Path):
     """Fresh topics (a new prefix) on `kafka` and a models directory holding model():
     (prefix, topic names, models directory)."""
-    from stream.topics import topic_names
-    from stream.topics import ensure_topics
+    from stream.topics import ensure_topics, topic_names
 
     prefix = unique("t")
     topics = topic_names(prefix)

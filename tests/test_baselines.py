@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from devsets import SHARED
 from PIL import Image
 
 from trustlayer.cli import main
@@ -15,8 +16,6 @@ from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import Run, parse_event, read_runs
 from trustlayer.score import baselines
 from trustlayer.score.baselines import FAIL, NOT_APPLICABLE, PASS
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
 def make_run(run_id: str, states: list[dict], actions: list[dict | None] | None = None,

@@ -4,6 +4,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from devsets import SHARED
 
 from trustlayer.cli import judge_paths, main
 from trustlayer.errors import ModelError
@@ -13,7 +14,6 @@ from trustlayer.observe.traces import load_labels, read_runs
 from trustlayer.score.scores import score
 from trustlayer.score.selfcheck import check
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 # (failure F1, cause F1) floors per task, a little under what score.py measures (README)
 FLOORS = {"jupyter-dev": (0.95, 0.9), "coding-dev": (0.95, 0.9),
           "coding-dev2/slugify-cli-flag": (0.92, 0.9), "coding-dev2/slugify-fix-regex-bug": (0.95, 0.85),

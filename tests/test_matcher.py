@@ -3,7 +3,7 @@ import json
 from pathlib import Path
 
 import pytest
-
+from devsets import SHARED
 from tracegen import as_run, events_for, make_screens
 
 from trustlayer.judge.matcher import Matcher, judge_run
@@ -75,7 +75,6 @@ def test_deadline_fails_a_silent_run():
     assert status.status == "failed" and "not reached within" in status.reason
 
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
 @pytest.mark.parametrize("task", [REPO / "examples" / "jupyter", SHARED / "coding-dev",

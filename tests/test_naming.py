@@ -3,12 +3,12 @@ import re
 from pathlib import Path
 
 import pytest
+from devsets import SHARED
 
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "traces"
 TASKS = ["jupyter-dev", "coding-dev", "coding-dev2/slugify-cli-flag",
          "coding-dev2/slugify-fix-regex-bug", "datasette-dev/ds-countries-filter-count",
          "datasette-dev/ds-json-export-row"]

@@ -4,16 +4,15 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
+from devsets import SHARED
 
 from trustlayer.cli import main
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 from trustlayer.show.ci import failed, junit_xml, markdown_summary
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 TEST = SHARED / "jupyter-dev" / "test"
 PASSES, PRODUCT_BUG, AGENT_ERROR = (str(TEST / f"jl-save-textfile-test-{n:02d}.jsonl")
                                     for n in (5, 1, 2))

@@ -1,9 +1,8 @@
 """Phases: milestone-to-milestone segments of the learned graph, named after milestones."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from devsets import SHARED
 
 from trustlayer.judge.matcher import Matcher
 from trustlayer.judge.phases import (
@@ -15,8 +14,6 @@ from trustlayer.judge.phases import (
 )
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import Run, parse_event, read_run, read_runs
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
 def text_run(run_id: str, screens: list[str]) -> Run:

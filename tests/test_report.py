@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from devsets import SHARED
 from PIL import Image
 
 from trustlayer.cli import main
@@ -18,7 +19,6 @@ from trustlayer.judge.phases import phases
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import load_labels, read_run, read_runs
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 EXAMPLES_TEST = Path(__file__).resolve().parents[1] / "examples" / "jupyter" / "test"
 JUPYTER = SHARED / "jupyter-dev"
 PASSES, PRODUCT_BUG, AGENT_ERROR, NEGATIVE_SOURCE = (

@@ -4,6 +4,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+from devsets import SHARED
 from PIL import Image
 
 from trustlayer.cli import main
@@ -13,7 +14,6 @@ from trustlayer.observe.traces import read_runs
 from trustlayer.score.selfcheck import check, without_image_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "traces"
 SCREEN_SETS = [ROOT / "examples" / "jupyter" / "train",
                SHARED / "datasette-dev" / "ds-json-export-row" / "train"]
 

@@ -18,8 +18,7 @@ from streamkit import (
 )
 
 from stream.broker import free_port
-from stream.topics import topic_names
-from stream.topics import ensure_topics
+from stream.topics import ensure_topics, topic_names
 
 
 def wait_for(condition, timeout: float, what: str, *logs: Path) -> None:
