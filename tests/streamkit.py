@@ -28,7 +28,8 @@ EXAMPLES = REPO / "examples" / "jupyter"
 TRAIN, TEST = EXAMPLES / "train", EXAMPLES / "test"
 
 from stream.broker import free_port, stop_process  # noqa: E402
-from stream.replay import read_events  # noqa: E402,F401
+from stream.replay import read_events  # noqa: E402
+from stream.replay import round_robin as interleave  # noqa: E402,F401 (for the tests)
 from stream.worker import Source  # noqa: E402
 from trustlayer.cli import verdict_record  # noqa: E402
 from trustlayer.judge.matcher import judge_run  # noqa: E402
