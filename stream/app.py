@@ -59,6 +59,9 @@ log = logging.getLogger("trustlayer.worker")
 
 #: Largest request the producer sends (a record with inline screenshots, plus overhead).
 PRODUCER_MAX_REQUEST = MAX_MESSAGE_BYTES + 1024 * 1024
+#: Seconds without a fetch response for a partition after which the timer takes the broker
+#: as away (or the worker as stuck) and counts no silence there (deadlines).
+FETCH_STALE = 10.0
 
 
 @dataclass
@@ -422,6 +425,17 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         position = next_offset(tp)
         return highwater is not None and position is not None and position >= highwater
 
+    def fetched(partition: int) -> bool:
+        """The consumer fetched from the partition within :data:`FETCH_STALE` seconds: the
+        broker answers, and the worker reads (aiokafka's time of its last fetch response,
+        empty or not)."""
+        tp = TopicPartition(names.events, partition)
+        try:
+            stamp = app.consumer._thread._ensure_consumer().last_poll_timestamp(tp)
+        except Exception:  # noqa: BLE001 - not assigned, not started
+            return False
+        return stamp is not None and time.time() - stamp / 1000 < FETCH_STALE
+
     def consumer_state(tp: TopicPartition) -> str:
         """What faust's consumer thinks of `tp` (for the log of a stall)."""
         consumer = app.consumer
@@ -506,7 +520,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         if not rt.ready.is_set() or topics_missing() or rt.processor.active is None:
             return
         await unstall()
-        out = rt.processor.tick(caught_up=caught_up)
+        out = rt.processor.tick(caught_up=caught_up, fetched=fetched)
         if out.verdicts:
             timed = [run_id for run_id, _ in out.verdicts]
             rt.processor.flush(timed)

@@ -266,6 +266,8 @@ class StreamProcessor:
         self.dirty: set[str] = set()
         self._fed: Tally = Tally()  # events fed by task and kind, for the metrics
         self.active: set[int] | None = None
+        #: partition -> since when its fetches have succeeded without a break (see tick)
+        self.reachable_since: dict[int, float] = {}
         self._judges: dict[tuple[str, int], LLMJudge | None] = {}
         registry.listeners.append(self.metrics.model_known)
         for task in registry.tasks():
@@ -368,17 +370,28 @@ class StreamProcessor:
 
     # -- the timer ----------------------------------------------------------------------------
     def tick(self, wall: float | None = None,
-             caught_up: Callable[[int], bool] = lambda partition: True) -> Output:
+             caught_up: Callable[[int], bool] = lambda partition: True,
+             fetched: Callable[[int], bool] = lambda partition: True) -> Output:
         """Fail silent runs whose deadline passed or whose missing event never came.
 
         `caught_up(partition)`: every record published to the partition so far has been
-        processed (a worker behind its backlog must not call runs silent). A run's clock is
-        its last event's ``ts`` plus the wall time since that event was published. Verdicts
-        made here go to the run's outbox: :meth:`flush`, wait for the store, send them, then
-        :meth:`confirm` them. Also drops finished runs older than ``retention``.
+        processed (a worker behind its backlog must not call runs silent); `fetched(
+        partition)`: the consumer fetched from it lately (the broker answers). Silence is
+        counted from the later of a run's last event (its publish time) and the moment the
+        partition's fetches last resumed (this worker's first tick with it, or the broker's
+        return after an outage): runs quiet while the broker was away or no worker had
+        them get their whole deadline again, rather than failing all at once. A run's clock
+        is its last event's ``ts`` plus that silence. Verdicts made here go to the run's
+        outbox: :meth:`flush`, wait for the store, send them, then :meth:`confirm` them.
+        Also drops finished runs older than ``retention``.
         """
         wall = self.clock() if wall is None else wall
         out = Output()
+        for partition in {rec.partition for rec in self.cache.values()}:
+            if fetched(partition):
+                self.reachable_since.setdefault(partition, wall)
+            else:
+                self.reachable_since.pop(partition, None)
         for rec in list(self.cache.values()):
             if self.active is not None and rec.partition not in self.active:
                 continue
@@ -387,15 +400,17 @@ class StreamProcessor:
                         and not rec.outbox:
                     self.forget(rec)
                 continue
-            if not caught_up(rec.partition):
+            since = self.reachable_since.get(rec.partition)
+            if since is None or not caught_up(rec.partition):
                 continue
             held_since = rec.held_since
-            if held_since is not None and wall - held_since > self.settings.reorder_timeout:
-                self._events_missing(rec, out, None, self._run_clock(rec, wall), None,
+            if held_since is not None and \
+                    wall - max(held_since, since) > self.settings.reorder_timeout:
+                self._events_missing(rec, out, None, self._run_clock(rec, wall, since), None,
                                      f"seq {rec.next_seq} did not come within "
                                      f"{self.settings.reorder_timeout:.0f} s")
             elif self.settings.deadlines and rec.last_pub is not None:
-                now = self._run_clock(rec, wall)
+                now = self._run_clock(rec, wall, since)
                 status = self._matcher(rec).tick(now)
                 if status is not None:
                     self._emit(rec, status, out, None, now, None)
@@ -430,6 +445,7 @@ class StreamProcessor:
         """The table was recovered for `partitions`: load their runs from `stored` (key,
         value) pairs and return the outboxes still to send."""
         self.active = set(partitions)
+        self.reachable_since.clear()
         self.cache.clear()
         self.matchers.clear()
         out = Output()
@@ -450,13 +466,14 @@ class StreamProcessor:
 
     # -- internals ------------------------------------------------------------------------------
     @staticmethod
-    def _run_clock(rec: RunRecord, wall: float) -> float:
+    def _run_clock(rec: RunRecord, wall: float, since: float) -> float:
         """Now in the run's own time: its last event's ts (or its earliest held event's)
-        plus the wall time since that event was published (no clock shared with runners)."""
+        plus the wall time since that event was published or since `since`, whichever is
+        later (no clock shared with runners)."""
         if rec.last_pub is not None:
-            return rec.last_ts + (wall - rec.last_pub)
+            return rec.last_ts + (wall - max(rec.last_pub, since))
         first = min(rec.held.values(), key=lambda h: h["pub"])
-        return first["event"]["ts"] + (wall - first["pub"])
+        return first["event"]["ts"] + (wall - max(first["pub"], since))
 
     def _record(self, run_id: str) -> RunRecord | None:
         rec = self.cache.get(run_id)

@@ -125,6 +125,7 @@ def test_a_missing_event_not_come_within_the_timeout_fails_the_run():
     p = processor(reorder_timeout=5.0)
     p.clock = lambda: clock[0]
     p.process_batch(as_records(events[:4] + events[5:7], pub=1000.0))
+    assert not p.tick(1000.0).verdicts  # the worker's timer runs from then on
     assert not p.tick(1004.0).verdicts
     out = p.tick(1006.0)
     [(run_id, record)] = out.verdicts

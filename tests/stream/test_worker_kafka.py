@@ -13,6 +13,8 @@ import sys
 import time
 import urllib.request
 
+from trustlayer.judge.matcher import DEADLINE_FLOOR
+
 from streamkit import (
     EXAMPLES,
     TEST,
@@ -296,7 +298,7 @@ def test_the_timer_fails_a_run_that_goes_silent(kafka, tmp_path):
         started = time.monotonic()
         publish_events(kafka.bootstrap, topics.events, silent)
         values = await_topic(kafka.bootstrap, topics.verdicts, all_final([silent]), worker,
-                             timeout=60)
+                             timeout=120)
         took = time.monotonic() - started
     finally:
         worker.stop()
@@ -304,7 +306,7 @@ def test_the_timer_fails_a_run_that_goes_silent(kafka, tmp_path):
     assert final["status"] == "failed" and final["cause"] == "product_bug"
     assert "lasted" in final["reason"] or "not reached within" in final["reason"]
     assert final["verdict_ts"] > final["event_ts"]
-    assert took < 60
+    assert DEADLINE_FLOOR <= took < 120  # no deadline is shorter than the floor
 
 
 def test_replay_with_fingerprints_sends_small_events_and_gets_the_same_verdicts(kafka, tmp_path):

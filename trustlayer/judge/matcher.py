@@ -263,24 +263,26 @@ class Matcher:
 
     def tick(self, now: float) -> Status | None:
         """Fail the run if a learned deadline has passed at time `now` (the stream's timer):
-        the next milestone not reached within ``deadline_factor`` times the slowest
-        successful run, or the current state lasting far longer than it ever did."""
+        the next milestone not reached, or the current state not left, within its
+        :func:`deadline`. Without a deadline (too few successful runs timed) nothing fails."""
         if self.state is None or self.state.final or self.state.status == PASSED:
             return self.state
         timing, factor = self.model.timing, self.model.settings.deadline_factor
-        upcoming = self.model.essential[self.position]
+        essential = self.model.essential
+        upcoming = essential[self.position] if self.position < len(essential) else None
         reach = timing["time_to_reach"].get(upcoming)
-        if reach and now - self.start_ts > factor * reach["max"] + 1.0:
+        limit = deadline(reach, factor)
+        if limit is not None and now - self.start_ts > limit:
             self._fail(self.history[-1]["seq"] if self.history else 0,
-                       f"'{self.model.name(upcoming)}' not reached within "
-                       f"{factor * reach['max'] + 1.0:.0f} s; successful runs reached it within "
-                       f"{reach['max']:.0f} s", "product_bug")
+                       f"'{self.model.name(upcoming)}' not reached within {limit:.0f} s; "
+                       f"successful runs reached it within {reach['max']:.0f} s", "product_bug")
             return self.state
         if self.history and self.history[-1]["ids"]:
             current = self.history[-1]["ids"][0]
             dwell = timing["dwell"].get(current)
+            limit = deadline(dwell, factor)
             lasted = now - self.history[-1]["ts"]
-            if dwell and lasted > factor * dwell["max"] + 1.0:
+            if limit is not None and lasted > limit:
                 self._fail(self.history[-1]["seq"],
                            f"'{self.model.name(current)}' lasted {lasted:.0f} s; successful runs "
                            f"left it within {dwell['max']:.0f} s", "product_bug")
@@ -332,6 +334,28 @@ class Matcher:
         matcher.builder.previous_lines = None if previous is None else frozenset(previous)
         matcher.state = None if data["status"] is None else Status(**data["status"])
         return matcher
+
+
+#: A deadline needs this many timed observations from successful runs (fewer: none).
+DEADLINE_MIN_OBSERVATIONS = 3
+#: No deadline is shorter than this many seconds, whatever the successful runs took.
+DEADLINE_FLOOR = 30.0
+
+
+def deadline(stats: dict | None, factor: float) -> float | None:
+    """Seconds a duration may last given its statistics from successful runs (``max``, and
+    ``n`` observations): `factor` times the slowest, at least :data:`DEADLINE_FLOOR`;
+    None when fewer than :data:`DEADLINE_MIN_OBSERVATIONS` were seen (a deadline learned
+    from one or two runs fails runs that are merely a little slower).
+
+    >>> deadline({"max": 2.0, "n": 8}, 3.0), deadline({"max": 20.0, "n": 3}, 3.0)
+    (30.0, 60.0)
+    >>> deadline({"max": 20.0, "n": 2}, 3.0) is None, deadline(None, 3.0) is None
+    (True, True)
+    """
+    if not stats or stats.get("n", 0) < DEADLINE_MIN_OBSERVATIONS:
+        return None
+    return max(DEADLINE_FLOOR, factor * stats["max"])
 
 
 def judge_run(model: Model, run: Run, llm: LLMJudge | None = None) -> Status:
