@@ -1,5 +1,6 @@
 """Hostile inputs for the command line: mutated trace files and tampered model files, and a
-way to run ``trustlayer`` in-process that tells a clear error from a traceback.
+way to run ``trustlayer`` in-process that tells a clear error from a traceback; mutated
+stream records (:func:`mutate_record`) for the worker.
 
 Used by the fuzz tests (a few hundred cases) and, run as a script, for the big counts::
 
@@ -113,6 +114,12 @@ def mutate_trace(text: str, rng: random.Random, gentle: bool = False) -> bytes:
                     raw[rng.randrange(len(raw))] = rng.randrange(256)
             return bytes(raw)
     return ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
+
+
+def mutate_record(event: dict, rng: random.Random) -> bytes:
+    """One stream record's value made from `event` by the mutations of :func:`mutate_trace`
+    (a field made hostile, the record cut, emptied or doubled, nested deep, bytes flipped)."""
+    return mutate_trace(json.dumps(event), rng).rstrip(b"\n")
 
 
 def _paths(data: Any, prefix: tuple = ()) -> list[tuple]:

@@ -23,6 +23,7 @@ from streamkit import (
 from stream.deadletter import REASONS, Rejected, dead_letter, decode_event
 from stream.registry import ModelRegistry
 from stream.replay import read_events
+from stream.topics import MAX_MESSAGE_BYTES
 from stream.worker import DictStore, Source, StreamProcessor, WorkerSettings
 
 TASK = model().task
@@ -172,3 +173,17 @@ def test_replay_keeps_a_raw_line_separator_inside_a_string(tmp_path):
     [run] = read_events([trace], "path")
     assert len(run) == len(events)
     assert run[state["seq"]]["observation"]["text"] == "first\u2028second\u2029third\x85fourth"
+
+
+def test_a_run_whose_record_would_outgrow_the_table_fails_and_stays_failed():
+    run = list(example_events()[2])
+    at = next(e["seq"] for e in run if e["kind"] == "state")
+    giant = {**run[at], "observation": {"text": "x" * 6_000_000}}  # a 6 MB word of history
+    p = processor()
+    out = p.process_batch(as_records(run[:at] + [giant]))
+    [final] = finals(out.verdicts)[run[0]["run_id"]]
+    assert final["verdict"] == "fail" and final["reason"].startswith("run too long")
+    p.flush()
+    assert len(p.store[run[0]["run_id"]]) < MAX_MESSAGE_BYTES
+    rest = p.process_batch(as_records(run[at + 1:], start_offset=at + 1))
+    assert rest.verdicts == [] and rest.dlq == []
