@@ -42,7 +42,8 @@ sys.path.insert(0, str(REPO))
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
 
-from stream.broker import EmbeddedKafka, free_port, stop_process  # noqa: E402
+from stream.broker import EmbeddedKafka  # noqa: E402
+from stream.processes import free_port, stop_process  # noqa: E402
 from stream.topics import topic_names  # noqa: E402
 from stream.demo import WorkerProcess  # noqa: E402
 from stream.registry import ModelRegistry  # noqa: E402

@@ -20,16 +20,15 @@ import atexit
 import base64
 import os
 import shutil
-import signal
-import socket
-import struct
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Mapping
+
+from stream.probe import broker_ready
+from stream.processes import die_with_parent, free_port, stop_process
 
 KAFKA_VERSION = "4.4.0"
 LIBS_ENV = "TRUSTLAYER_KAFKA_LIBS"
@@ -73,74 +72,12 @@ def find_java() -> str:
     return java
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def stop_process(proc: subprocess.Popen, timeout: float = 15.0) -> int:
-    """Stop a child process by its PID: SIGTERM, then SIGKILL if it is still there after
-    `timeout` seconds. Returns its exit code."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            return proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    return proc.wait()
-
-
 def new_cluster_id() -> str:
     """A random cluster id as Kafka writes one (Uuid: 16 bytes, URL-safe base64, no padding)."""
     while True:
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cid.startswith("-"):  # Kafka's Uuid.randomUuid() avoids these too (CLI parsing)
             return cid
-
-
-def broker_ready(host: str, port: int, timeout: float = 1.0) -> bool:
-    """True once the broker answers a Metadata request listing at least one broker."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.settimeout(timeout)
-            client_id = b"trustlayer-ready"
-            # Request header v1 + Metadata v8 body (the last non-flexible version; v4+ is kept in 4.x):
-            # topics=null (all), allow_auto_topic_creation=false, no authorized-operations.
-            body = struct.pack(">hhih", 3, 8, 1, len(client_id)) + client_id
-            body += struct.pack(">i???", -1, False, False, False)
-            sock.sendall(struct.pack(">i", len(body)) + body)
-            head = _recv_exact(sock, 4)
-            (size,) = struct.unpack(">i", head)
-            payload = _recv_exact(sock, size)
-            # correlation_id int32, throttle_time_ms int32, brokers array length int32
-            correlation, _throttle, n_brokers = struct.unpack_from(">iii", payload, 0)
-            return correlation == 1 and n_brokers >= 1
-    except (OSError, struct.error):
-        return False
-
-
-def broker_problem(bootstrap: str, command: str) -> str | None:
-    """None if a Kafka broker answers at `bootstrap` (``HOST:PORT[,HOST:PORT...]``), else
-    the one line `command` prints: the address and how to start a broker."""
-    for address in bootstrap.split(","):
-        host, _, port = address.strip().rpartition(":")
-        if host and port.isdigit() and broker_ready(host.strip("[]"), int(port), timeout=3.0):
-            return None
-    port = bootstrap.rpartition(":")[2]
-    start = f"trustlayer broker --port {port}" if port.isdigit() else "trustlayer broker"
-    return (f"{command}: no Kafka broker answers at {bootstrap}: start one with `{start}` "
-            "(or `docker compose up`), or pass --broker HOST:PORT")
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed")
-        buf += chunk
-    return bytes(buf)
 
 
 _LOG4J2 = """\
@@ -157,16 +94,6 @@ logger.statechange.level = WARN
 logger.request.name = kafka.request.logger
 logger.request.level = WARN
 """
-
-
-def die_with_parent(sig: int = signal.SIGTERM) -> None:
-    """In a child process (before exec, or first thing in a pool worker): on Linux, ask the
-    kernel to send `sig` to it when the process that started it dies, even by SIGKILL (no
-    orphans). The kernel ties this to the starting thread: start children from a
-    long-lived thread."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, sig)  # PR_SET_PDEATHSIG
 
 
 class EmbeddedKafka:
@@ -441,61 +368,3 @@ class EmbeddedKafka:
 def _stop_all() -> None:
     for broker in list(EmbeddedKafka._running):
         broker.stop()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`trustlayer broker`: start the embedded Kafka, print its address and PID, run until Ctrl+C."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="trustlayer broker", description=main.__doc__)
-    parser.add_argument("--libs", help=f"broker jars (default: ${LIBS_ENV} or {DEFAULT_LIBS})")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir (data, log) on exit")
-    parser.add_argument("--data", metavar="DIR",
-                        help="keep the broker's config, data and log in DIR (made if needed, "
-                        "never removed); a DIR used before is started again with its topics")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help=f"listen on 127.0.0.1:PORT (default {DEFAULT_PORT}, the other "
-                        "commands' default; 0: a free port)")
-    args = parser.parse_args(argv)
-    try:
-        broker = EmbeddedKafka(args.libs, keep_dir=args.keep, port=args.port or None,
-                               directory=args.data)
-    except KafkaLibsMissing as e:
-        print(f"trustlayer broker: {e}", file=sys.stderr)
-        return 2
-    if args.port and broker_ready(broker.host, args.port):
-        print(f"trustlayer broker: a Kafka broker already answers at {broker.host}:{args.port}"
-              " (use it, or choose another --port)", file=sys.stderr)
-        return 2
-
-    stop = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    try:
-        with broker:
-            print(f"Kafka {KAFKA_VERSION} ready in {broker.startup_seconds:.1f} s", flush=True)
-            hint = ("the other commands' default" if broker.port == DEFAULT_PORT
-                    else f"pass --broker {broker.bootstrap} to the other commands")
-            print(f"bootstrap: {broker.bootstrap}  ({hint})", flush=True)
-            print(f"pid: {broker.pid}", flush=True)
-            print(f"log: {broker.log_file}", flush=True)
-            print(f"data: {broker.dir}", flush=True)
-            print("Ctrl+C to stop", flush=True)
-            while broker.proc is not None and broker.proc.poll() is None:
-                time.sleep(0.5)
-            broker.keep_dir = True  # a crash: its data stays, to start again on
-            print(f"trustlayer broker: the Kafka process exited (code {broker.proc.returncode})"
-                  f"; its data is kept: start it again with `trustlayer broker --data "
-                  f"{broker.dir}`", file=sys.stderr)
-            return 1
-    except KeyboardInterrupt:
-        print("stopping", flush=True)
-        return 0
-    except BrokerStartError as e:
-        print(f"trustlayer broker: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
-    finally:
-        signal.signal(signal.SIGTERM, stop)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

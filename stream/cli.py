@@ -41,7 +41,7 @@ def needs_broker(command: str) -> Callable:
     def wrap(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
         @functools.wraps(func)
         def run(args: argparse.Namespace) -> int:
-            from stream.broker import broker_problem
+            from stream.probe import broker_problem
 
             problem = broker_problem(args.broker, f"trustlayer {command}")
             if problem is not None:
@@ -54,7 +54,7 @@ def needs_broker(command: str) -> Callable:
 
 # -- broker ---------------------------------------------------------------------------------
 def cmd_broker(args: argparse.Namespace) -> int:
-    from stream.broker import main as broker_main
+    from stream.broker_command import main as broker_main
     return broker_main((["--libs", args.libs] if args.libs else []) +
                        (["--keep"] if args.keep else []) +
                        (["--data", args.data] if args.data else []) + ["--port", str(args.port)])

@@ -36,7 +36,7 @@ from trustlayer.settings import Settings
 from trustlayer.observe.traces import load_labels
 from trustlayer.errors import TraceError
 
-from stream.broker import die_with_parent, stop_process
+from stream.processes import die_with_parent, stop_process
 from stream.console import follow, verdict_line
 from stream.topics import topic_names
 from stream.registry import training_set
@@ -312,7 +312,7 @@ def _run_demo(args: argparse.Namespace, console: Any) -> int:
     t0 = time.monotonic()
     try:
         if args.broker:
-            from stream.broker import broker_problem
+            from stream.probe import broker_problem
             problem = broker_problem(args.broker, "trustlayer demo")
             if problem is not None:
                 print(problem, file=sys.stderr)

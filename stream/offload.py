@@ -17,7 +17,7 @@ from typing import Any
 from trustlayer.learn.learner import learn
 from trustlayer.model import Model
 
-from stream.broker import die_with_parent
+from stream.processes import die_with_parent
 
 
 def _ready() -> bool:

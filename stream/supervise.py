@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from stream.broker import die_with_parent
+from stream.processes import die_with_parent
 
 #: Exit code of a worker that gave up on its consumer and wants a fresh start (EX_TEMPFAIL).
 RESTART = 75

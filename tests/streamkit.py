@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "jupyter"
 TRAIN, TEST = EXAMPLES / "train", EXAMPLES / "test"
 
-from stream.broker import free_port, stop_process  # noqa: E402
+from stream.processes import free_port, stop_process  # noqa: E402
 from stream.replay import read_events  # noqa: E402
 from stream.replay import round_robin as interleave  # noqa: E402,F401 (for the tests)
 from stream.worker import Source  # noqa: E402

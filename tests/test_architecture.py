@@ -32,7 +32,7 @@ def _layer(module: str) -> int:
 
 @pytest.fixture(scope="module")
 def imports() -> nx.DiGraph:
-    graph = grimp.build_graph("trustlayer", "stream")
+    graph = grimp.build_graph("trustlayer", "stream", cache_dir=None)
     found = nx.DiGraph()
     for module in graph.modules:
         found.add_node(module)

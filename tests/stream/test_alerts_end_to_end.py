@@ -17,7 +17,7 @@ from streamkit import (
     unique,
 )
 
-from stream.broker import free_port
+from stream.processes import free_port
 from stream.topics import ensure_topics, topic_names
 
 

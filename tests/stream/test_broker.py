@@ -13,7 +13,8 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from stream import broker as broker_mod
-from stream.broker import EmbeddedKafka, KafkaLibsMissing, broker_ready
+from stream.broker import EmbeddedKafka, KafkaLibsMissing
+from stream.probe import broker_ready
 from stream.topics import TopicNames, ensure_topics, ensure_topics_async
 
 MB = 1024 * 1024

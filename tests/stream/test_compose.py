@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stream.broker import KAFKA_VERSION, free_port
+from stream.broker import KAFKA_VERSION
+from stream.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAFANA = ROOT / "deploy" / "grafana"

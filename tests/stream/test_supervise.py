@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from stream.broker import free_port, stop_process
+from stream.processes import free_port, stop_process
 from stream.supervise import CHILD_ENV, RESTART, supervise
 
 #: a child that asks for a restart twice (as a stalled worker does), then ends

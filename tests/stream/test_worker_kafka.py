@@ -38,7 +38,7 @@ from streamkit import (
     unique,
 )
 
-from stream.broker import free_port
+from stream.processes import free_port
 
 TIMER_REASONS = ("not reached within", "lasted", "events missing")
 
