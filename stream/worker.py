@@ -574,6 +574,11 @@ class StreamProcessor:
         status.status, status.cause, status.final = FAILED, None, True
         status.reason = reason
         status.detected_at_seq = rec.next_seq - 1 if rec.next_seq else None
+        # its status is all a failed run needs: the history may be what made it too long
+        # (one event at the topic's limit left a record over the changelog's)
+        kept = Matcher(matcher.model, matcher.llm)
+        kept.state, kept.start_ts = status, matcher.start_ts
+        self.matchers[rec.run_id] = kept
         self._emit(rec, status, out, trigger, verdict_ts, pub)
         if rec.ended:
             self._finish(rec, out, pub)

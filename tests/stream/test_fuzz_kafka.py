@@ -11,6 +11,7 @@ from collections import Counter
 
 from stream.deadletter import REASONS
 from stream.replay import read_events
+from stream.topics import MAX_MESSAGE_BYTES
 from hostile import mutate_record
 from streamkit import (TEST, Worker, all_final, batch_verdicts, example_events, produce,
                        renamed, setup, unique)
@@ -22,7 +23,7 @@ def hostile_plan(good: list[list[dict]], prefix: str, rng: random.Random):
     """The records to publish in order (key, value) and, for the hostile ones, what each is:
     ``("mutated", run_id)`` (a run of its own), ``("after_end", run_id)``,
     ``("wrong_task", run_id)``, ``("duplicate", run_id)`` or ``("giant", run_id)`` (a
-    valid event of 6 MB, a run of its own)."""
+    valid event of 6 MB or of the topic's limit, a run of its own)."""
     shapes = [e for run in read_events([TEST], "fingerprint") for e in run]
     inline = [e for run in example_events() for e in run if e["kind"] == "state"]
     mixed = []
@@ -35,9 +36,12 @@ def hostile_plan(good: list[list[dict]], prefix: str, rng: random.Random):
     for _ in range(DUPLICATES):
         record = rng.choice(stream)
         mixed.append((record, ("duplicate", record[0].decode())))
-    for number in range(GIANT):  # 6 MB of text on one screen, read at once or held
-        event = {**rng.choice(inline), "run_id": f"{prefix}-giant{number}", "seq": number % 2}
-        event["observation"] = {"text": "x" * 6_000_000 if number < 2 else "word " * 1_200_000}
+    for number in range(GIANT):  # megabytes of text on one screen, read at once or held
+        event = {**rng.choice(inline), "run_id": f"{prefix}-giant{number}",
+                 "seq": 0 if number % 4 < 2 else 1, "observation": {"text": ""}}
+        room = MAX_MESSAGE_BYTES - len(json.dumps(event)) - 200  # as long as an event may be
+        event["observation"]["text"] = ["x" * 6_000_000, "x" * room, "word " * 1_200_000,
+                                        "word " * (room // 5)][number % 4]
         mixed.append(((event["run_id"].encode(), json.dumps(event).encode()),
                       ("giant", event["run_id"])))
     for _ in range(WRONG_TASK):

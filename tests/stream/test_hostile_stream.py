@@ -7,6 +7,7 @@ import json
 import random
 import shutil
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamkit import (
@@ -175,10 +176,16 @@ def test_replay_keeps_a_raw_line_separator_inside_a_string(tmp_path):
     assert run[state["seq"]]["observation"]["text"] == "first\u2028second\u2029third\x85fourth"
 
 
-def test_a_run_whose_record_would_outgrow_the_table_fails_and_stays_failed():
+@pytest.mark.parametrize("size", [6_000_000, MAX_MESSAGE_BYTES])
+def test_a_run_whose_record_would_outgrow_the_table_fails_and_stays_failed(size):
+    """A screen of one 6 MB word, or as long as an event may be: its history (the word)
+    would not fit the changelog with the rest of the run's record."""
     run = list(example_events()[2])
     at = next(e["seq"] for e in run if e["kind"] == "state")
-    giant = {**run[at], "observation": {"text": "x" * 6_000_000}}  # a 6 MB word of history
+    giant = {**run[at], "observation": {"text": ""}}
+    text = "x" * min(size, MAX_MESSAGE_BYTES - len(json.dumps(giant)) - 200)
+    giant["observation"]["text"] = text
+    assert len(json.dumps(giant)) <= MAX_MESSAGE_BYTES  # the events topic takes it
     p = processor()
     out = p.process_batch(as_records(run[:at] + [giant]))
     [final] = finals(out.verdicts)[run[0]["run_id"]]
