@@ -305,6 +305,12 @@ def all_final(runs: Iterable[list[dict]]) -> Callable[[list], bool]:
     return lambda values: wanted <= {v["run_id"] for v in values if v.get("final")}
 
 
+def all_seen(runs: Iterable[list[dict]]) -> Callable[[list], bool]:
+    """`until` for :func:`await_topic`: every run of `runs` has a verdict."""
+    wanted = {run[0]["run_id"] for run in runs}
+    return lambda values: wanted <= {v["run_id"] for v in values}
+
+
 def final_by_run(values: list[dict]) -> dict[str, set[str]]:
     """Distinct final verdicts per run (as canonical JSON)."""
     out: dict[str, set[str]] = {}

@@ -22,6 +22,7 @@ from streamkit import (
     CpuHogs,
     Worker,
     all_final,
+    all_seen,
     await_committed,
     await_topic,
     bad_records,
@@ -75,11 +76,6 @@ def check_finals(values: list[dict], runs: list[list[dict]]) -> None:
             expected = batch_verdicts()[original]
             assert (record["verdict"], record["reason"], record["cause"]) == \
                 (expected["verdict"], expected["reason"], expected["cause"]), run_id
-
-
-def all_seen(runs):
-    wanted = {run[0]["run_id"] for run in runs}
-    return lambda values: wanted <= {v["run_id"] for v in values}
 
 
 def test_demo_once_gives_the_batch_validators_verdicts(tmp_path):
