@@ -1,5 +1,7 @@
-"""The real recorded dev traces beside the repository (``../shared/traces``), for every
-test that reads them: one place that says where they are."""
+"""Where test data lives: the repository (its ``examples/``) and the real recorded dev
+traces beside it (``../shared/traces``), in one place for every test module."""
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+SHARED = REPO.parent / "shared" / "traces"

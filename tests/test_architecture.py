@@ -1,13 +1,12 @@
 """The house shows the method: the core's packages are the stages of judgement, a module
 imports only its own layer and those below it, no module imports itself back through
 others, and no file grows past what one reading holds."""
-from pathlib import Path
 
+from devsets import REPO
 import grimp
 import networkx as nx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
 # lowest first: a module may import modules of its own layer and of the layers below
 LAYERS = (
     ("trustlayer.settings", "trustlayer.errors", "trustlayer.graph_marks"),
@@ -53,7 +52,7 @@ def test_no_import_circles(imports):
 
 
 def test_no_file_over_the_limit():
-    long = {str(path.relative_to(ROOT)): n for package in ("trustlayer",)
-            for path in (ROOT / package).rglob("*.py")
+    long = {str(path.relative_to(REPO)): n for package in ("trustlayer",)
+            for path in (REPO / package).rglob("*.py")
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert long == {}

@@ -6,19 +6,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from devsets import REPO, SHARED
 from trustlayer.cli import judge_paths, main
 from trustlayer.judge.phases import phases
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import load_labels, read_runs
 from trustlayer.score.scores import score
 
-ROOT = Path(__file__).resolve().parents[1]
-TOOLS = ROOT / "examples" / "tool-calling"
-CODING = Path(__file__).resolve().parents[2] / "shared" / "traces" / "coding-dev"
+TOOLS = REPO / "examples" / "tool-calling"
+CODING = SHARED / "coding-dev"
 
 
 def without_pixels(model) -> bool:

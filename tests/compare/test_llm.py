@@ -9,6 +9,7 @@ from pathlib import Path
 
 from llm_server import FakeLLMServer
 
+from devsets import REPO
 from trustlayer.compare.llm import LLMAnswer, LLMJudge
 from trustlayer.settings import LLMSettings
 
@@ -113,5 +114,5 @@ def test_unused_judge_makes_no_client_and_no_request(llm_server: FakeLLMServer) 
     code = ("import sys; from trustlayer.compare.llm import LLMJudge; "
             "from trustlayer.settings import LLMSettings; LLMJudge(LLMSettings()); "
             "assert 'openai' not in sys.modules")
-    root = Path(__file__).resolve().parent.parent
+    root = REPO
     subprocess.run([sys.executable, "-c", code], cwd=root, check=True)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from devsets import EXAMPLES
 from trustlayer.cli import main
 from trustlayer.errors import TraceError
 from trustlayer.judge.matcher import judge_run
@@ -14,7 +15,7 @@ from trustlayer.observe.runner_prints import fingerprint_screenshots
 from trustlayer.observe.traces import parse_event, read_run, read_runs, trace_files
 from trustlayer.settings import Settings
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jupyter"
+JUPYTER = EXAMPLES / "jupyter"
 
 
 def fingerprinted_copy(source: Path, target: Path) -> Path:
@@ -28,12 +29,12 @@ def fingerprinted_copy(source: Path, target: Path) -> Path:
 
 
 def test_fingerprinted_runs_get_the_same_verdicts_without_images(tmp_path):
-    model = learn(read_runs([EXAMPLES / "train"]))
-    printed_dir = fingerprinted_copy(EXAMPLES / "test", tmp_path / "printed")
+    model = learn(read_runs([JUPYTER / "train"]))
+    printed_dir = fingerprinted_copy(JUPYTER / "test", tmp_path / "printed")
     assert not list(printed_dir.glob("**/*.png"))
     printed = {run.run_id: run for run in read_runs([printed_dir])}
     shots = 0
-    for run in read_runs([EXAMPLES / "test"]):
+    for run in read_runs([JUPYTER / "test"]):
         other = printed[run.run_id]
         for original, copy in zip(run.states, other.states):
             assert copy.observation.screenshot is None
@@ -47,8 +48,8 @@ def test_fingerprinted_runs_get_the_same_verdicts_without_images(tmp_path):
 
 
 def test_a_model_learned_from_fingerprinted_runs_is_the_same(tmp_path):
-    printed = fingerprinted_copy(EXAMPLES / "train", tmp_path / "printed")
-    assert learn(read_runs([printed])).to_json() == learn(read_runs([EXAMPLES / "train"])).to_json()
+    printed = fingerprinted_copy(JUPYTER / "train", tmp_path / "printed")
+    assert learn(read_runs([printed])).to_json() == learn(read_runs([JUPYTER / "train"])).to_json()
 
 
 GOOD = {"sha256": "a" * 64, "phash": "0123456789abcdef",

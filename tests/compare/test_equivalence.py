@@ -1,8 +1,8 @@
 """The structure tier's learned tolerance: how much a new member of a state may show that
 no template explains is learned from how much the successful members showed of each other,
 and never covers words no successful run showed; the matcher's quick set test loses no match."""
-from pathlib import Path
 
+from devsets import EXAMPLES
 from trustlayer.compare.equivalence import decide, judge
 from trustlayer.compare.index import index_of
 from trustlayer.learn.learner import learn
@@ -13,7 +13,7 @@ from trustlayer.observe.templates import learn_profile, learned_tolerance, word_
 from trustlayer.observe.traces import read_runs
 from trustlayer.settings import Settings
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jupyter"
+JUPYTER = EXAMPLES / "jupyter"
 
 EDITOR = {"T|notes.txt - Editor", "X|File", "X|Edit", "X|View", "X|Help", "X|hello world",
           "X|Ln 1, Col 1", "X|Spaces: 4", "X|UTF-8", "X|Plain Text", "X|notes.txt"}
@@ -79,9 +79,9 @@ def test_a_missing_salient_line_is_never_tolerated():
 def test_the_plausible_candidates_lose_no_match():
     """The matcher's set test (every exact salient line present) drops only states the
     structure tier calls different, on real frames of the example runs."""
-    model = learn(read_runs([EXAMPLES / "train"]))
+    model = learn(read_runs([JUPYTER / "train"]))
     index, dropped = index_of(model), 0
-    for run in read_runs([EXAMPLES / "test"]):
+    for run in read_runs([JUPYTER / "test"]):
         for step in run_steps(run, model.settings):
             fp = step.fingerprint
             candidates, plausible = index.candidates(fp), index.plausible(fp)

@@ -1,16 +1,14 @@
 """The incremental matcher: statuses event by event, negatives, deadlines, snapshots."""
 import json
-from pathlib import Path
 
 import pytest
-from devsets import SHARED
+from devsets import REPO, SHARED
 from tracegen import as_run, events_for, make_screens
 
 from trustlayer.judge.matcher import Matcher, judge_run
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def model_with_negative():

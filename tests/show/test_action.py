@@ -4,6 +4,7 @@ virtualenv where the action's own install step installs trustlayer from a copy o
 source; the `uses:` steps (setup-python, upload-artifact) are GitHub's and only checked."""
 from __future__ import annotations
 
+from devsets import REPO
 import os
 import re
 import shutil
@@ -16,9 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
-EXAMPLE = ROOT / "examples" / "jupyter"
+ACTION = yaml.safe_load((REPO / "action.yml").read_text())
+EXAMPLE = REPO / "examples" / "jupyter"
 EXPRESSION = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
 
 
@@ -95,11 +95,11 @@ def runner(tmp_path_factory) -> Runner:
     source = base / "action-src"
     source.mkdir()
     for name in ("action.yml", "pyproject.toml", "README.md"):
-        if (ROOT / name).is_file():
-            shutil.copy(ROOT / name, source / name)
+        if (REPO / name).is_file():
+            shutil.copy(REPO / name, source / name)
     (source / "README.md").touch()
     for package in ("trustlayer", "stream"):
-        shutil.copytree(ROOT / package, source / package,
+        shutil.copytree(REPO / package, source / package,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     env_dir = base / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)  # pip too comes through the .pth
@@ -194,13 +194,13 @@ def test_one_judgement_and_python_set_up_before_any_pip():
 
 
 def test_example_workflow_uses_the_action_as_declared():
-    workflow = yaml.safe_load((ROOT / "examples" / "github-actions" / "validate.yml").read_text())
+    workflow = yaml.safe_load((REPO / "examples" / "github-actions" / "validate.yml").read_text())
     steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
     [ours] = [s for s in steps if s.get("uses") == "./"]
     given = ours["with"]
     assert set(given) <= set(ACTION["inputs"])
     assert {n for n, s in ACTION["inputs"].items() if s.get("required")} <= set(given)
     assert given["fail-on"] in ("product_bug", "any")
-    assert (ROOT / given["runs"]).is_dir()
+    assert (REPO / given["runs"]).is_dir()
     learn = next(s for s in steps if "trustlayer -q learn" in s.get("run", ""))
     assert "examples/jupyter/train" in learn["run"] and given["model"] in learn["run"]

@@ -1,17 +1,17 @@
 """A screenshot's pHash and thumbnail are computed when first read, exactly as eagerly;
 judging screens whose text decides them decodes none of those screens."""
 import io
-from pathlib import Path
 
 from PIL import Image
 
+from devsets import EXAMPLES
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
 from trustlayer.observe.fingerprints import fingerprint, image_signature
 from trustlayer.observe.images import ImageRef
 from trustlayer.observe.traces import Observation, read_runs
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jupyter"
+JUPYTER = EXAMPLES / "jupyter"
 
 
 def png() -> bytes:
@@ -30,8 +30,8 @@ def test_the_signature_is_computed_on_first_read_and_equals_the_eager_one():
 
 
 def test_judging_screens_with_text_leaves_most_screenshots_undecoded():
-    model = learn(read_runs([EXAMPLES / "train"]))
-    runs = read_runs([EXAMPLES / "test"])
+    model = learn(read_runs([JUPYTER / "train"]))
+    runs = read_runs([JUPYTER / "test"])
     for run in runs:
         judge_run(model, run)
     shots = [e.observation.screenshot for r in runs for e in r.states

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from devsets import SHARED
+from devsets import EXAMPLES, SHARED
 from PIL import Image
 
 from trustlayer.cli import main
@@ -19,7 +19,7 @@ from trustlayer.judge.phases import phases
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import load_labels, read_run, read_runs
 
-EXAMPLES_TEST = Path(__file__).resolve().parents[1] / "examples" / "jupyter" / "test"
+EXAMPLES_TEST = EXAMPLES / "jupyter" / "test"
 JUPYTER = SHARED / "jupyter-dev"
 PASSES, PRODUCT_BUG, AGENT_ERROR, NEGATIVE_SOURCE = (
     JUPYTER / "test" / f"jl-save-textfile-test-{n:02d}.jsonl" for n in (5, 1, 2, 16))

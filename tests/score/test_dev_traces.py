@@ -1,10 +1,9 @@
 """Real recorded traces: the floors honestly measured on ../shared/traces (see README)."""
 import json
 import shutil
-from pathlib import Path
 
 import pytest
-from devsets import SHARED
+from devsets import EXAMPLES, SHARED
 
 from trustlayer.cli import judge_paths, main
 from trustlayer.errors import ModelError
@@ -100,7 +99,7 @@ def test_verdicts_ignore_the_runs_own_outcome(tmp_path):
 
 
 def test_cli_learn_validate_eval_show(tmp_path, capsys):
-    examples = Path(__file__).resolve().parents[1] / "examples" / "jupyter"
+    examples = EXAMPLES / "jupyter"
     model_path = tmp_path / "model.json"
     assert main(["-q", "learn", str(examples / "train"), "-o", str(model_path)]) == 0
     assert main(["-q", "validate", str(model_path), str(examples / "test"), "--format", "json"]) == 1

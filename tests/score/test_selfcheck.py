@@ -4,7 +4,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-from devsets import SHARED
+from devsets import REPO, SHARED
 from PIL import Image
 
 from trustlayer.cli import main
@@ -13,8 +13,7 @@ from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 from trustlayer.score.selfcheck import check, without_image_bytes
 
-ROOT = Path(__file__).resolve().parents[1]
-SCREEN_SETS = [ROOT / "examples" / "jupyter" / "train",
+SCREEN_SETS = [REPO / "examples" / "jupyter" / "train",
                SHARED / "datasette-dev" / "ds-json-export-row" / "train"]
 
 

@@ -1,14 +1,12 @@
 """State names a person can read, on every dev task's model."""
 import re
-from pathlib import Path
 
 import pytest
-from devsets import SHARED
+from devsets import REPO, SHARED
 
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 
-ROOT = Path(__file__).resolve().parents[1]
 TASKS = ["jupyter-dev", "coding-dev", "coding-dev2/slugify-cli-flag",
          "coding-dev2/slugify-fix-regex-bug", "datasette-dev/ds-countries-filter-count",
          "datasette-dev/ds-json-export-row"]
@@ -17,7 +15,7 @@ TOKENISED = re.compile(r"\w ' \w|\w \. \w|\w - \w\w* - |\( \w|\w \)")  # "runner
 
 @pytest.fixture(scope="module", params=TASKS + ["examples/tool-calling"])
 def model(request):
-    train = (ROOT / request.param if request.param.startswith("examples") else
+    train = (REPO / request.param if request.param.startswith("examples") else
              SHARED / request.param) / "train"
     return learn(read_runs([train]))
 
