@@ -567,7 +567,7 @@ class StreamProcessor:
         matcher = self._matcher(rec)
         if matcher.status is None:
             model = matcher.model
-            matcher.state = Status(rec.run_id, rec.task, model_version=model.version,
+            matcher.status = Status(rec.run_id, rec.task, model_version=model.version,
                                    missing=[model.name(s) for s in model.essential
                                             if s not in model.soft])
         status = matcher.status
@@ -577,7 +577,7 @@ class StreamProcessor:
         # its status is all a failed run needs: the history may be what made it too long
         # (one event at the topic's limit left a record over the changelog's)
         kept = Matcher(matcher.model, matcher.llm)
-        kept.state, kept.start_ts = status, matcher.start_ts
+        kept.status, kept.start_ts = status, matcher.start_ts
         self.matchers[rec.run_id] = kept
         self._emit(rec, status, out, trigger, verdict_ts, pub)
         if rec.ended:

@@ -82,16 +82,12 @@ class Matcher:
         self.outputs_shown: dict[str, bool] = {}  # ... and whether the screen showed it
         self.removals = RemovalLedger(model.required_removals)
         self.reshaped: list[str] = []  # transient milestones met with other counts
-        self.state: Status | None = None
-
-    @property
-    def status(self) -> Status | None:
-        return self.state
+        self.status: Status | None = None  # the run's status after the last event fed
 
     def _llm_for_run(self) -> LLMJudge | None:
         if self.llm is None or not self.model.settings.llm.enabled:
             return None
-        if self.state.llm_calls >= self.model.settings.llm.max_calls_per_run:
+        if self.status.llm_calls >= self.model.settings.llm.max_calls_per_run:
             return None
         return self.llm
 
@@ -101,20 +97,20 @@ class Matcher:
             llm = self._llm_for_run()
             decision = judge(self.model, step.fingerprint, sid, llm)
             if decision.evidence.get("llm_called"):
-                self.state.llm_calls += 1
+                self.status.llm_calls += 1
             if decision.same:
                 found.append(sid)
         return found
 
     def feed(self, event: Event) -> Status:
         """Take the run's next event (in `seq` order) and return the run's status."""
-        if self.state is None:
-            self.state = Status(event.run_id, event.task, model_version=self.model.version,
+        if self.status is None:
+            self.status = Status(event.run_id, event.task, model_version=self.model.version,
                                 missing=[self.model.name(s) for s in self.model.essential])
             self.start_ts = event.ts
-        self.state.event_ts = event.ts
-        if self.state.final:
-            return self.state
+        self.status.event_ts = event.ts
+        if self.status.final:
+            return self.status
         if event.kind == "action" and event.action.value is not None \
                 and (call := output_call(event.action)) in self.model.required_outputs:
             self.outputs[call] = event.action.value
@@ -128,7 +124,7 @@ class Matcher:
             self._observe(step)
         elif event.kind == "end":
             self.close(event.seq)
-        return self.state
+        return self.status
 
     def _observe(self, step) -> None:
         ids = self._matches(step)
@@ -145,13 +141,13 @@ class Matcher:
                              "via": action_signatures(step), "novel": novel[:8], "ends": ends,
                              "files_moved": step.files_moved})
         if not known:
-            self.state.unknown_states += 1
+            self.status.unknown_states += 1
         if negatives and not known:
             negative = self.model.states[negatives[0]]
             self._fail(step.seq, f"negative milestone '{negative.name}' appeared",
                        negative.negative_cause or "product_bug")
             return
-        if self.state.status == FAILED:
+        if self.status.status == FAILED:
             return
         # a milestone where successful runs end is met by a state like all their ends
         # together (when it is none of their end states itself)
@@ -170,7 +166,7 @@ class Matcher:
             if essential[target] in ids:
                 self.matched_at[essential[target]] = seq
                 self.position = target + 1
-                self.state.warnings = []
+                self.status.warnings = []
                 break
             if essential[target] not in soft:
                 break
@@ -190,23 +186,23 @@ class Matcher:
                     continue
                 warning = (f"reached '{self.model.name(sid)}' before "
                            f"'{self.model.name(blocking)}'")
-                if warning not in self.state.warnings:
-                    self.state.warnings.append(warning)
+                if warning not in self.status.warnings:
+                    self.status.warnings.append(warning)
 
     def _update(self, seq: int) -> None:
         essential = self.model.essential
-        self.state.matched = [self.model.name(s) for s in essential if s in self.matched_at]
-        self.state.missing = [self.model.name(s) for s in essential[self.position:]
+        self.status.matched = [self.model.name(s) for s in essential if s in self.matched_at]
+        self.status.missing = [self.model.name(s) for s in essential[self.position:]
                               if s not in self.model.soft]
         total = len(essential)
-        self.state.coverage = round(len(self.matched_at) / total, 4) if total else 1.0
+        self.status.coverage = round(len(self.matched_at) / total, 4) if total else 1.0
         done = self.position >= total or all(s in self.model.soft for s in essential[self.position:])
         if done and self._accepted():
-            self.state.status, self.state.reason = PASSED, "every essential milestone reached"
-            if self.state.detected_at_seq is None:
-                self.state.detected_at_seq = seq
+            self.status.status, self.status.reason = PASSED, "every essential milestone reached"
+            if self.status.detected_at_seq is None:
+                self.status.detected_at_seq = seq
         else:
-            self.state.status = AT_RISK if self.state.warnings else RUNNING
+            self.status.status = AT_RISK if self.status.warnings else RUNNING
 
     def _accepted(self) -> bool:
         """Whether the run ended where successful runs end: its last state is such a
@@ -234,22 +230,22 @@ class Matcher:
             for sid in dict.fromkeys(self.reshaped) if sid in self.matched_at]
 
     def _fail(self, seq: int, reason: str, cause: str | None) -> None:
-        self.state.status, self.state.reason, self.state.cause = FAILED, reason, cause
-        self.state.detected_at_seq = seq
-        self.state.final = True
+        self.status.status, self.status.reason, self.status.cause = FAILED, reason, cause
+        self.status.detected_at_seq = seq
+        self.status.final = True
 
     def close(self, seq: int) -> None:
         """Judge the run as ended after event `seq` (its end event, or its last one)."""
-        if self.state is None or self.state.final:
+        if self.status is None or self.status.final:
             return
         wrong = self._wrong_output()
-        if self.state.status == PASSED and wrong is None:
+        if self.status.status == PASSED and wrong is None:
             kept = self.removals.missing(self.model.required_removals)
             if kept:
                 self._fail(seq, describe(kept), "agent_error")
                 return
-            self.state.final = True
-            self.state.warnings = self._route_warnings()
+            self.status.final = True
+            self.status.warnings = self._route_warnings()
             return
         headline = None if wrong is None else (
             f"the agent called {wrong[0]}:{wrong[1]}; every successful run called it "
@@ -257,16 +253,16 @@ class Matcher:
         reason, cause = explain_failure(self.model, self.history, self.position,
                                         list(self.matched_at), headline,
                                         wrong is not None and self.outputs_shown[wrong[0]])
-        if not self.state.missing and not self._accepted():
-            self.state.missing = [" or ".join(self.model.name(s) for s in self.model.accepting)]
+        if not self.status.missing and not self._accepted():
+            self.status.missing = [" or ".join(self.model.name(s) for s in self.model.accepting)]
         self._fail(seq, reason, cause)
 
     def tick(self, now: float) -> Status | None:
         """Fail the run if a learned deadline has passed at time `now` (the stream's timer):
         the next milestone not reached, or the current state not left, within its
         :func:`deadline`. Without a deadline (too few successful runs timed) nothing fails."""
-        if self.state is None or self.state.final or self.state.status == PASSED:
-            return self.state
+        if self.status is None or self.status.final or self.status.status == PASSED:
+            return self.status
         timing, factor = self.model.timing, self.model.settings.deadline_factor
         essential = self.model.essential
         upcoming = essential[self.position] if self.position < len(essential) else None
@@ -276,7 +272,7 @@ class Matcher:
             self._fail(self.history[-1]["seq"] if self.history else 0,
                        f"'{self.model.name(upcoming)}' not reached within {limit:.0f} s; "
                        f"successful runs reached it within {reach['max']:.0f} s", "product_bug")
-            return self.state
+            return self.status
         if self.history and self.history[-1]["ids"]:
             current = self.history[-1]["ids"][0]
             dwell = timing["dwell"].get(current)
@@ -286,7 +282,7 @@ class Matcher:
                 self._fail(self.history[-1]["seq"],
                            f"'{self.model.name(current)}' lasted {lasted:.0f} s; successful runs "
                            f"left it within {dwell['max']:.0f} s", "product_bug")
-        return self.state
+        return self.status
 
     def snapshot(self) -> dict[str, Any]:
         """What the matcher needs to resume, JSON-serialisable (see :meth:`restore`): the
@@ -307,9 +303,9 @@ class Matcher:
                 "baseline_files": self.builder.baseline_files,
                 "pending": [asdict(a) for a in self.builder.pending],
                 "previous_lines": None if previous is None else sorted(previous),
-                "status": None if self.state is None else  # asdict() deep-copies: slow
+                "status": None if self.status is None else  # asdict() deep-copies: slow
                 {name: list(value) if isinstance(value, list) else value
-                 for name, value in vars(self.state).items()}}
+                 for name, value in vars(self.status).items()}}
 
     @classmethod
     def restore(cls, model: Model, data: dict[str, Any], llm: LLMJudge | None = None) -> "Matcher":
@@ -332,7 +328,7 @@ class Matcher:
         matcher.builder.pending = [Action(**a) for a in data["pending"]]
         previous = data.get("previous_lines")
         matcher.builder.previous_lines = None if previous is None else frozenset(previous)
-        matcher.state = None if data["status"] is None else Status(**data["status"])
+        matcher.status = None if data["status"] is None else Status(**data["status"])
         return matcher
 
 
