@@ -1,8 +1,8 @@
 """The Faust app of the streaming worker: topics, tables, agents and the timer, wired to the
-plain logic of :mod:`stream.worker`, :mod:`stream.registry` and :mod:`stream.refine`.
+plain logic of :mod:`stream.processor`, :mod:`stream.registry` and :mod:`stream.refine`.
 
 - agent ``judge`` over ``trustlayer.events`` (key run_id): ``stream.take_events()`` batches
-  go through :class:`~stream.worker.StreamProcessor`; per-run state in the table ``runs``
+  go through :class:`~stream.processor.StreamProcessor`; per-run state in the table ``runs``
   (changelog ``<app_id>-runs-changelog``), written explicitly to the run's partition;
   verdicts to ``trustlayer.verdicts``, bad records to ``trustlayer.events.dlq``. A batch is
   acknowledged only after everything it sent was delivered.
@@ -53,7 +53,9 @@ from stream.stall import RESTART, STALLED, StallGuard
 from stream.supervise import RESTART as EXIT_RESTART
 from stream.topics import (MAX_MESSAGE_BYTES, RUNS_TABLE, TRAINING_TABLE, TopicNames,
                            finished_topic, worker_topics)
-from stream.worker import Metrics, Output, Source, StreamProcessor, WorkerSettings
+from stream.metrics import Metrics
+from stream.processor import StreamProcessor, WorkerSettings
+from stream.records import Output, Source
 
 log = logging.getLogger("trustlayer.worker")
 
@@ -97,7 +99,7 @@ class WorkerConfig:
 
 
 class TableStore:
-    """The :class:`~stream.worker.Store` over a Faust table: local data plus an explicit
+    """The :class:`~stream.records.Store` over a Faust table: local data plus an explicit
     changelog record to the run's own partition (in a ``take()`` batch Faust's current
     event is not the run's)."""
 

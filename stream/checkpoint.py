@@ -6,14 +6,16 @@ writes the runs changed meanwhile (one changelog record per run, however many of
 came), waits until those records and the verdicts are delivered, and only then acknowledges
 the events. Faust commits acknowledged offsets only, so a committed offset never runs ahead
 of the table: after a crash the records since the last commit come again and
-:class:`stream.worker.StreamProcessor` resumes from the runs as written.
+:class:`stream.processor.StreamProcessor` resumes from the runs as written.
 """
 from __future__ import annotations
 
 import asyncio
 from typing import Any, Awaitable, Iterable, Protocol
 
-from stream.worker import Output, StreamProcessor
+from stream.processor import StreamProcessor
+
+from stream.records import Output
 
 
 class Settling(Protocol):

@@ -63,7 +63,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
 # -- worker ---------------------------------------------------------------------------------
 def worker_config(args: argparse.Namespace):
     from stream.app import WorkerConfig
-    from stream.worker import WorkerSettings
+    from stream.processor import WorkerSettings
 
     settings = WorkerSettings(
         images_dir=Path(args.images).resolve() if args.images else None,

@@ -30,7 +30,7 @@ TRAIN, TEST = EXAMPLES / "train", EXAMPLES / "test"
 from stream.processes import free_port, stop_process  # noqa: E402
 from stream.replay import read_events  # noqa: E402
 from stream.replay import round_robin as interleave  # noqa: E402,F401 (for the tests)
-from stream.worker import Source  # noqa: E402
+from stream.records import Source  # noqa: E402
 from trustlayer.cli import verdict_record  # noqa: E402
 from trustlayer.judge.matcher import judge_run  # noqa: E402
 from trustlayer.learn.learner import learn  # noqa: E402

@@ -6,7 +6,8 @@ import asyncio
 
 from stream.checkpoint import Checkpoint
 from stream.registry import ModelRegistry
-from stream.worker import DictStore, StreamProcessor, WorkerSettings
+from stream.processor import StreamProcessor, WorkerSettings
+from stream.records import DictStore
 from streamkit import as_records, example_events, interleave, model
 
 

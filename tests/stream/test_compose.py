@@ -125,7 +125,7 @@ def test_the_worker_signs_models_with_a_key_kept_in_a_volume(compose):
 
 def test_worker_metrics_listen_on_loopback_unless_told(monkeypatch):
     from stream.cli import worker_config
-    from stream.worker import Metrics
+    from stream.metrics import Metrics
     from trustlayer.cli import build_parser
 
     monkeypatch.delenv("TRUSTLAYER_METRICS_ADDR", raising=False)

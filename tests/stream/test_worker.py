@@ -24,13 +24,9 @@ from streamkit import (
 
 from stream.registry import ModelRegistry
 from stream.replay import read_events
-from stream.worker import (
-    DictStore,
-    Source,
-    StreamProcessor,
-    WorkerSettings,
-    dlq_reason,
-)
+from stream.deadletter import dlq_reason
+from stream.processor import StreamProcessor, WorkerSettings
+from stream.records import DictStore, Source
 
 
 def processor(store=None, **settings) -> StreamProcessor:

@@ -32,19 +32,20 @@ import json
 import logging
 import time
 from collections import Counter as Tally
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol
+from typing import Callable, Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from trustlayer.compare.llm import LLMJudge, judge_for
 from trustlayer.judge.matcher import FAILED, Matcher, Status
 from trustlayer.model import Model
-from trustlayer.observe.traces import EVENT_KINDS, parse_event
+from trustlayer.observe.traces import parse_event
 from trustlayer.errors import TraceError
 
-from stream.deadletter import REASONS, Rejected, cut, dead_letter, decode_event, dlq_reason
+from stream.deadletter import Rejected, dead_letter, decode_event, dlq_reason
+from stream.metrics import Metrics
+from stream.records import Output, RunRecord, Source, Store, verdict_json
 from stream.refine import is_success
 from stream.registry import ModelRegistry
 
@@ -77,168 +78,6 @@ class WorkerSettings:
     retention: float = 3600.0
     max_run_events: int = 20_000
     max_history_bytes: int = 1_000_000
-
-
-class Metrics:
-    """The worker's Prometheus metrics; the names are those of deploy/prometheus/alerts.yml
-    and the Grafana dashboard."""
-
-    LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
-
-    def __init__(self, registry: CollectorRegistry | None = None):
-        self.registry = registry or CollectorRegistry()
-        r = self.registry
-        self.events = Counter("trustlayer_events_total", "Events processed, by task and kind",
-                              ["task", "kind"], registry=r)
-        self.runs = Counter("trustlayer_runs_total", "Runs with a final verdict, by task and "
-                            "status (passed|failed)", ["task", "status"], registry=r)
-        self.failures = Counter("trustlayer_failures_total", "Failed runs by task and first "
-                                "missing milestone", ["task", "missing"], registry=r)
-        self.causes = Counter("trustlayer_failure_causes_total", "Failed runs by task and cause",
-                              ["task", "cause"], registry=r)
-        self.unknown = Counter("trustlayer_unknown_states_total", "States matching no model "
-                               "state, by task", ["task"], registry=r)
-        self.dlq = Counter("trustlayer_dlq_records_total", "Events sent to the dead-letter "
-                           "topic, by reason", ["reason"], registry=r)
-        self.latency = Histogram("trustlayer_verdict_latency_seconds", "From an event's publish "
-                                 "time to the verdict it caused", ["task"],
-                                 buckets=self.LATENCY_BUCKETS, registry=r)
-        self.open_runs = Gauge("trustlayer_open_runs", "Runs without a final verdict on this "
-                               "worker, by task", ["task"], registry=r)
-        self.model_version = Gauge("trustlayer_model_version", "Newest model version, by task",
-                                   ["task"], registry=r)
-        self.stalls = Counter("trustlayer_stalls_total", "Partitions whose records stopped "
-                              "coming, by what the worker did (resumed: resumed and sought "
-                              "back; restarted: the worker started again)", ["action"],
-                              registry=r)
-        for action in ("resumed", "restarted"):
-            self.stalls.labels(action)
-        for reason in REASONS:
-            self.dlq.labels(reason)
-        self._versions: dict[str, int] = {}
-
-    def model_known(self, model: Model) -> None:
-        """Start the task's series at 0 (so that rate() counts the first failures) and
-        export its newest version."""
-        task = model.task
-        for status in ("passed", "failed"):
-            self.runs.labels(task, status)
-        for kind in EVENT_KINDS:  # a restarted worker that gets nothing shows rate 0
-            self.events.labels(task, kind)
-        for cause in ("product_bug", "agent_error"):
-            self.causes.labels(task, cause)
-        self.unknown.labels(task)
-        self.open_runs.labels(task)
-        self._versions[task] = max(self._versions.get(task, 0), model.version)
-        self.model_version.labels(task).set(self._versions[task])
-
-    def final(self, status: Status) -> None:
-        self.runs.labels(status.task, status.status).inc()
-        if status.status == FAILED:
-            self.failures.labels(status.task, status.missing[0] if status.missing else "none").inc()
-            self.causes.labels(status.task, status.cause or "unknown").inc()
-
-    def serve(self, port: int, addr: str = "127.0.0.1") -> tuple[str, int]:
-        """``/metrics`` over HTTP on `addr`:`port` (prometheus-client's own server thread);
-        this machine only unless told otherwise. Returns the address it listens on."""
-        server, _ = start_http_server(port, addr=addr, registry=self.registry)
-        return server.server_address[:2]
-
-
-@dataclass
-class Source:
-    """Where a record came from: its partition, offset and publish time (seconds)."""
-
-    partition: int
-    offset: int
-    timestamp: float
-    topic: str = "trustlayer.events"
-
-
-@dataclass
-class Output:
-    """What processing produced, for the app to send."""
-
-    verdicts: list[tuple[str, dict]] = field(default_factory=list)
-    dlq: list[tuple[bytes | None, dict]] = field(default_factory=list)
-    finished: list[tuple[str, dict]] = field(default_factory=list)
-
-
-@dataclass
-class RunRecord:
-    """One run's state in the table (JSON). ``held`` maps seq -> held event."""
-
-    run_id: str
-    task: str
-    version: int
-    partition: int
-    next_seq: int = 0
-    last_offset: int = -1
-    last_ts: float | None = None
-    last_pub: float | None = None
-    held: dict[str, dict] = field(default_factory=dict)
-    snapshot: dict | None = None
-    last_key: list | None = None
-    sent: list[dict] = field(default_factory=list)
-    outbox: list[dict] = field(default_factory=list)
-    final: bool = False
-    ended: bool = False
-    outcome: str | None = None
-    complete: bool = True
-    offsets: list[int] = field(default_factory=list)
-    closed_at: float | None = None
-    history_bytes: int = 0
-
-    def encode(self) -> bytes:
-        # vars(), not dataclasses.asdict(): no deep copy of the snapshot and held events
-        return json.dumps(vars(self), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-    @classmethod
-    def decode(cls, value: bytes | str | dict) -> "RunRecord":
-        data = value if isinstance(value, dict) else json.loads(value)
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-    @property
-    def held_since(self) -> float | None:
-        return min((h["pub"] for h in self.held.values()), default=None)
-
-
-
-class Store(Protocol):
-    """Where run records live: ``get(run_id)`` and ``put(run_id, partition, value|None)``."""
-
-    def get(self, key: str) -> bytes | None: ...
-
-    def put(self, key: str, partition: int, value: bytes | None) -> None: ...
-
-
-class DictStore(dict):
-    """A :class:`Store` in memory (tests, benchmarks)."""
-
-    def put(self, key: str, partition: int, value: bytes | None) -> None:
-        if value is None:
-            self.pop(key, None)
-        else:
-            self[key] = value
-
-
-#: Characters of a verdict's reason and of each warning at most (a reason may quote what a
-#: run showed, and a hostile run can show megabytes; the verdicts topic takes 1 MB records).
-REASON_MAX = 2000
-
-
-def verdict_json(status: Status, verdict_ts: float | None) -> dict[str, Any]:
-    """A verdict as published on ``trustlayer.verdicts``."""
-    reason = None if status.reason is None else cut(status.reason, REASON_MAX)
-    return {"run_id": status.run_id, "task": status.task, "model_version": status.model_version,
-            "status": status.status, "reason": reason, "cause": status.cause,
-            "coverage": status.coverage, "matched": list(status.matched),
-            "missing": list(status.missing), "detected_at_seq": status.detected_at_seq,
-            "event_ts": status.event_ts, "verdict_ts": verdict_ts, "final": status.final,
-            "verdict": status.verdict,
-            "warnings": [cut(warning, REASON_MAX) for warning in status.warnings],
-            "llm_calls": status.llm_calls, "unknown_states": status.unknown_states}
 
 
 class StreamProcessor:

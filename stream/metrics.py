@@ -1,0 +1,76 @@
+"""The worker's Prometheus metrics: names as deploy/prometheus/alerts.yml and the Grafana
+dashboard read them, every series started at 0 so that rate() sees the first change."""
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from stream.deadletter import REASONS
+from trustlayer.judge.matcher import FAILED, Status
+from trustlayer.model import Model
+from trustlayer.observe.traces import EVENT_KINDS
+
+
+class Metrics:
+    """The worker's Prometheus metrics; the names are those of deploy/prometheus/alerts.yml
+    and the Grafana dashboard."""
+
+    LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+    def __init__(self, registry: CollectorRegistry | None = None):
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.events = Counter("trustlayer_events_total", "Events processed, by task and kind",
+                              ["task", "kind"], registry=r)
+        self.runs = Counter("trustlayer_runs_total", "Runs with a final verdict, by task and "
+                            "status (passed|failed)", ["task", "status"], registry=r)
+        self.failures = Counter("trustlayer_failures_total", "Failed runs by task and first "
+                                "missing milestone", ["task", "missing"], registry=r)
+        self.causes = Counter("trustlayer_failure_causes_total", "Failed runs by task and cause",
+                              ["task", "cause"], registry=r)
+        self.unknown = Counter("trustlayer_unknown_states_total", "States matching no model "
+                               "state, by task", ["task"], registry=r)
+        self.dlq = Counter("trustlayer_dlq_records_total", "Events sent to the dead-letter "
+                           "topic, by reason", ["reason"], registry=r)
+        self.latency = Histogram("trustlayer_verdict_latency_seconds", "From an event's publish "
+                                 "time to the verdict it caused", ["task"],
+                                 buckets=self.LATENCY_BUCKETS, registry=r)
+        self.open_runs = Gauge("trustlayer_open_runs", "Runs without a final verdict on this "
+                               "worker, by task", ["task"], registry=r)
+        self.model_version = Gauge("trustlayer_model_version", "Newest model version, by task",
+                                   ["task"], registry=r)
+        self.stalls = Counter("trustlayer_stalls_total", "Partitions whose records stopped "
+                              "coming, by what the worker did (resumed: resumed and sought "
+                              "back; restarted: the worker started again)", ["action"],
+                              registry=r)
+        for action in ("resumed", "restarted"):
+            self.stalls.labels(action)
+        for reason in REASONS:
+            self.dlq.labels(reason)
+        self._versions: dict[str, int] = {}
+
+    def model_known(self, model: Model) -> None:
+        """Start the task's series at 0 (so that rate() counts the first failures) and
+        export its newest version."""
+        task = model.task
+        for status in ("passed", "failed"):
+            self.runs.labels(task, status)
+        for kind in EVENT_KINDS:  # a restarted worker that gets nothing shows rate 0
+            self.events.labels(task, kind)
+        for cause in ("product_bug", "agent_error"):
+            self.causes.labels(task, cause)
+        self.unknown.labels(task)
+        self.open_runs.labels(task)
+        self._versions[task] = max(self._versions.get(task, 0), model.version)
+        self.model_version.labels(task).set(self._versions[task])
+
+    def final(self, status: Status) -> None:
+        self.runs.labels(status.task, status.status).inc()
+        if status.status == FAILED:
+            self.failures.labels(status.task, status.missing[0] if status.missing else "none").inc()
+            self.causes.labels(status.task, status.cause or "unknown").inc()
+
+    def serve(self, port: int, addr: str = "127.0.0.1") -> tuple[str, int]:
+        """``/metrics`` over HTTP on `addr`:`port` (prometheus-client's own server thread);
+        this machine only unless told otherwise. Returns the address it listens on."""
+        server, _ = start_http_server(port, addr=addr, registry=self.registry)
+        return server.server_address[:2]

@@ -1,0 +1,107 @@
+"""What the worker keeps and sends: where a record came from, what processing a batch
+produced, one run's record in the table (JSON) and the store it lives in, and a verdict as
+published on ``trustlayer.verdicts``."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol
+
+from stream.deadletter import cut
+from trustlayer.judge.matcher import Status
+
+
+@dataclass
+class Source:
+    """Where a record came from: its partition, offset and publish time (seconds)."""
+
+    partition: int
+    offset: int
+    timestamp: float
+    topic: str = "trustlayer.events"
+
+
+@dataclass
+class Output:
+    """What processing produced, for the app to send."""
+
+    verdicts: list[tuple[str, dict]] = field(default_factory=list)
+    dlq: list[tuple[bytes | None, dict]] = field(default_factory=list)
+    finished: list[tuple[str, dict]] = field(default_factory=list)
+
+
+@dataclass
+class RunRecord:
+    """One run's state in the table (JSON). ``held`` maps seq -> held event."""
+
+    run_id: str
+    task: str
+    version: int
+    partition: int
+    next_seq: int = 0
+    last_offset: int = -1
+    last_ts: float | None = None
+    last_pub: float | None = None
+    held: dict[str, dict] = field(default_factory=dict)
+    snapshot: dict | None = None
+    last_key: list | None = None
+    sent: list[dict] = field(default_factory=list)
+    outbox: list[dict] = field(default_factory=list)
+    final: bool = False
+    ended: bool = False
+    outcome: str | None = None
+    complete: bool = True
+    offsets: list[int] = field(default_factory=list)
+    closed_at: float | None = None
+    history_bytes: int = 0
+
+    def encode(self) -> bytes:
+        # vars(), not dataclasses.asdict(): no deep copy of the snapshot and held events
+        return json.dumps(vars(self), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    @classmethod
+    def decode(cls, value: bytes | str | dict) -> "RunRecord":
+        data = value if isinstance(value, dict) else json.loads(value)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @property
+    def held_since(self) -> float | None:
+        return min((h["pub"] for h in self.held.values()), default=None)
+
+
+
+class Store(Protocol):
+    """Where run records live: ``get(run_id)`` and ``put(run_id, partition, value|None)``."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def put(self, key: str, partition: int, value: bytes | None) -> None: ...
+
+
+class DictStore(dict):
+    """A :class:`Store` in memory (tests, benchmarks)."""
+
+    def put(self, key: str, partition: int, value: bytes | None) -> None:
+        if value is None:
+            self.pop(key, None)
+        else:
+            self[key] = value
+
+
+#: Characters of a verdict's reason and of each warning at most (a reason may quote what a
+#: run showed, and a hostile run can show megabytes; the verdicts topic takes 1 MB records).
+REASON_MAX = 2000
+
+
+def verdict_json(status: Status, verdict_ts: float | None) -> dict[str, Any]:
+    """A verdict as published on ``trustlayer.verdicts``."""
+    reason = None if status.reason is None else cut(status.reason, REASON_MAX)
+    return {"run_id": status.run_id, "task": status.task, "model_version": status.model_version,
+            "status": status.status, "reason": reason, "cause": status.cause,
+            "coverage": status.coverage, "matched": list(status.matched),
+            "missing": list(status.missing), "detected_at_seq": status.detected_at_seq,
+            "event_ts": status.event_ts, "verdict_ts": verdict_ts, "final": status.final,
+            "verdict": status.verdict,
+            "warnings": [cut(warning, REASON_MAX) for warning in status.warnings],
+            "llm_calls": status.llm_calls, "unknown_states": status.unknown_states}
