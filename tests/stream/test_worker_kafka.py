@@ -108,6 +108,7 @@ def test_a_killed_worker_restarts_and_every_run_gets_one_final_verdict(kafka, tm
         worker.wait_ready()
         publish_events(kafka.bootstrap, topics.events, first)
         await_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), worker, timeout=60)
+        await_committed(kafka.bootstrap, app_id, topics.events, len(first))  # runs written
         # kill -9 in the middle of the second halves: some are published before, the rest
         # (with the runs' ends) while no worker runs, so runs are open whatever its speed
         publish_events(kafka.bootstrap, topics.events, second[:len(second) // 2])
