@@ -81,7 +81,8 @@ class Matcher:
         self.outputs: dict[str, str] = {}  # required call -> the last value the agent gave
         self.outputs_shown: dict[str, bool] = {}  # ... and whether the screen showed it
         self.removals = RemovalLedger(model.required_removals)
-        self.reshaped: list[str] = []  # transient milestones met with other counts
+        self.reshaped: list[str] = []  # transient milestones met with other counts (each
+        # the milestone reached by that step: see _observe)
         self.status: Status | None = None  # the run's status after the last event fed
 
     def _llm_for_run(self) -> LLMJudge | None:
@@ -227,7 +228,7 @@ class Matcher:
         return [f"took a route no successful run took: skipped '{self.model.name(sid)}'"
                 for sid in self.model.incidental if sid not in self.matched_at] + [
             f"showed '{self.model.name(sid)}' with other counts than every successful run"
-            for sid in dict.fromkeys(self.reshaped) if sid in self.matched_at]
+            for sid in self.reshaped]
 
     def _fail(self, seq: int, reason: str, cause: str | None) -> None:
         self.status.status, self.status.reason, self.status.cause = FAILED, reason, cause

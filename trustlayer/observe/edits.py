@@ -128,7 +128,7 @@ def required_removals(runs: Sequence[Run]) -> dict[str, list[str]]:
     """``path -> lines`` that every successful run showing all its changes of the file
     removed from it (at least two runs, and at least half of them, showed them all)."""
     ledgers = [_ledger(run) for run in runs]
-    paths = set().union(*(ledger.removed.keys() for ledger in ledgers)) if ledgers else set()
+    paths = set().union(*(ledger.removed.keys() for ledger in ledgers))
     required = {}
     for path in sorted(paths):
         seen = [ledger.removed.get(path, set()) for ledger in ledgers if path not in ledger.unseen]
