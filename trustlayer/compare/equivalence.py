@@ -176,7 +176,7 @@ def like_in_shape(model: Model, fp: Fingerprint, state_id: str) -> bool:
         return False
     shapes = dict.fromkeys(shape_of(template) for template in missing)
     in_shape = Profile(list(shapes), [True] * len(shapes))
-    reshaped = [line for line in unexplained if in_shape.template_of(shape_of(line)) is not None]
+    reshaped = {line for line in unexplained if in_shape.template_of(shape_of(line)) is not None}
     if in_shape.compare({shape_of(line) for line in reshaped})[0]:
         return False
     rest = [line for line in unexplained if line not in reshaped and line not in fp.context]
