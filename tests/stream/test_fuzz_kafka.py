@@ -33,9 +33,6 @@ def hostile_plan(good: list[list[dict]], prefix: str, rng: random.Random):
         mixed.append(((run_id.encode(), mutate_record({**base, "run_id": run_id}, rng)),
                       ("mutated", run_id)))
     stream = [(e["run_id"].encode(), json.dumps(e).encode()) for run in good for e in run]
-    for _ in range(DUPLICATES):
-        record = rng.choice(stream)
-        mixed.append((record, ("duplicate", record[0].decode())))
     for number in range(GIANT):  # megabytes of text on one screen, read at once or held
         event = {**rng.choice(inline), "run_id": f"{prefix}-giant{number}",
                  "seq": 0 if number % 4 < 2 else 1, "observation": {"text": ""}}
@@ -51,6 +48,13 @@ def hostile_plan(good: list[list[dict]], prefix: str, rng: random.Random):
     order: list[tuple[tuple[bytes, bytes], tuple[str, str] | None]] = [(r, None) for r in stream]
     for item in mixed:  # hostile records anywhere among the good runs' events
         order.insert(rng.randrange(len(order) + 1), item)
+    for _ in range(DUPLICATES):  # a redelivery: anywhere after the record it repeats (a
+        # copy before it would be an early event, held while the run's gap lasts, and
+        # failed as 'events missing' if the producer took longer than --reorder-timeout)
+        record = rng.choice(stream)
+        after = next(i for i, (r, kind) in enumerate(order) if r is record and kind is None)
+        order.insert(rng.randrange(after + 1, len(order) + 1),
+                     (record, ("duplicate", record[0].decode())))
     for _ in range(AFTER_END):  # after every good event: after its run's end
         run = rng.choice(good)
         end = run[-1]
