@@ -50,7 +50,8 @@ from stream.registry import ModelRegistry  # noqa: E402
 from stream.replay import read_events  # noqa: E402
 from stream.replay import round_robin as interleave
 from stream.topics import MAX_MESSAGE_BYTES, ensure_topics  # noqa: E402
-from stream.processor import StreamProcessor, WorkerSettings  # noqa: E402
+from stream.config import WorkerSettings  # noqa: E402
+from stream.processor import StreamProcessor  # noqa: E402
 from stream.records import DictStore, Source  # noqa: E402
 from trustlayer.learn.learner import learn  # noqa: E402
 from trustlayer.observe.traces import run_of_events  # noqa: E402

@@ -30,7 +30,6 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +53,8 @@ from stream.supervise import RESTART as EXIT_RESTART
 from stream.topics import (MAX_MESSAGE_BYTES, RUNS_TABLE, TRAINING_TABLE, TopicNames,
                            finished_topic, worker_topics)
 from stream.metrics import Metrics
-from stream.processor import StreamProcessor, WorkerSettings
+from stream.config import WorkerConfig
+from stream.processor import StreamProcessor
 from stream.records import Output, Source
 
 log = logging.getLogger("trustlayer.worker")
@@ -66,36 +66,6 @@ PRODUCER_MAX_REQUEST = MAX_MESSAGE_BYTES + 1024 * 1024
 FETCH_STALE = 10.0
 #: Records waiting in Faust's producer buffer before it holds events back (Faust: 100).
 PRODUCER_BUFFER = 10_000
-
-
-@dataclass
-class WorkerConfig:
-    """Everything ``trustlayer worker`` is told (see ``trustlayer worker --help``)."""
-
-    bootstrap: str = "127.0.0.1:9092"
-    app_id: str = "trustlayer-worker"
-    topics: TopicNames = field(default_factory=TopicNames)
-    partitions: int = 4
-    models_dir: Path | None = None
-    train_dirs: list[Path] = field(default_factory=list)
-    settings: WorkerSettings = field(default_factory=WorkerSettings)
-    drop_after: int | None = None
-    metrics_port: int = 9108
-    metrics_addr: str = "127.0.0.1"
-    session_timeout: float = 10.0
-    heartbeat_interval: float = 1.0
-    commit_interval: float = 1.0
-    tick_interval: float = 1.0
-    stall_seconds: float = 5.0
-    stall_restart: float = 30.0
-    instance_id: str | None = None
-    batch_max: int = 500
-    batch_within: float = 0.001
-    standby_replicas: int = 1
-
-    @property
-    def finished_topic(self) -> str:
-        return finished_topic(self.app_id)
 
 
 class TableStore:

@@ -62,8 +62,8 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 # -- worker ---------------------------------------------------------------------------------
 def worker_config(args: argparse.Namespace):
-    from stream.app import WorkerConfig
-    from stream.processor import WorkerSettings
+    from stream.config import WorkerConfig
+    from stream.config import WorkerSettings
 
     settings = WorkerSettings(
         images_dir=Path(args.images).resolve() if args.images else None,

@@ -6,7 +6,8 @@ import asyncio
 
 from stream.checkpoint import Checkpoint
 from stream.registry import ModelRegistry
-from stream.processor import StreamProcessor, WorkerSettings
+from stream.config import WorkerSettings
+from stream.processor import StreamProcessor
 from stream.records import DictStore
 from streamkit import as_records, example_events, interleave, model
 

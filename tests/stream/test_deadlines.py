@@ -8,7 +8,8 @@ from trustlayer.judge.matcher import DEADLINE_FLOOR, DEADLINE_MIN_OBSERVATIONS, 
 from trustlayer.observe.traces import parse_event
 
 from stream.registry import ModelRegistry
-from stream.processor import StreamProcessor, WorkerSettings
+from stream.config import WorkerSettings
+from stream.processor import StreamProcessor
 from stream.records import DictStore
 from streamkit import as_records, batch_verdicts, example_events, finals, model
 

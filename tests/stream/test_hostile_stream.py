@@ -25,7 +25,8 @@ from stream.deadletter import REASONS, Rejected, dead_letter, decode_event
 from stream.registry import ModelRegistry
 from stream.replay import read_events
 from stream.topics import MAX_MESSAGE_BYTES
-from stream.processor import StreamProcessor, WorkerSettings
+from stream.config import WorkerSettings
+from stream.processor import StreamProcessor
 from stream.records import DictStore, Source
 
 TASK = model().task

@@ -5,6 +5,7 @@ import base64
 import json
 import random
 import re
+import time
 
 import pytest
 from prometheus_client import generate_latest
@@ -25,15 +26,16 @@ from streamkit import (
 from stream.registry import ModelRegistry
 from stream.replay import read_events
 from stream.deadletter import dlq_reason
-from stream.processor import StreamProcessor, WorkerSettings
+from stream.config import WorkerSettings
+from stream.processor import StreamProcessor
 from stream.records import DictStore, Source
 
 
-def processor(store=None, **settings) -> StreamProcessor:
+def processor(store=None, clock=time.time, **settings) -> StreamProcessor:
     registry = ModelRegistry()
     registry.add(model())
     return StreamProcessor(registry, DictStore() if store is None else store,
-                           WorkerSettings(**settings))
+                           WorkerSettings(**settings), clock=clock)
 
 
 def same_as_batch(final: dict[str, list[dict]], rename=lambda rid: rid) -> None:
@@ -118,8 +120,7 @@ def test_a_gap_longer_than_the_window_fails_the_run_with_events_missing():
 def test_a_missing_event_not_come_within_the_timeout_fails_the_run():
     events = list(example_events()[0])
     clock = [1000.0]
-    p = processor(reorder_timeout=5.0)
-    p.clock = lambda: clock[0]
+    p = processor(reorder_timeout=5.0, clock=lambda: clock[0])
     p.process_batch(as_records(events[:4] + events[5:7], pub=1000.0))
     assert not p.tick(1000.0).verdicts  # the worker's timer runs from then on
     assert not p.tick(1004.0).verdicts
@@ -267,8 +268,7 @@ def test_a_deadline_fails_a_silent_run_and_its_verdict_waits_in_the_outbox():
     run_id = events[0]["run_id"]
     clock = [5000.0]
     store = DictStore()
-    p = processor(store)
-    p.clock = lambda: clock[0]
+    p = processor(store, clock=lambda: clock[0])
     p.process_batch(as_records(events[:3], pub=5000.0))
     assert not p.tick(5001.0).verdicts
     reach = max(v["max"] for v in model().timing["time_to_reach"].values())
