@@ -19,7 +19,7 @@ from stream.records import Output
 
 
 class Settling(Protocol):
-    """A store whose writes are awaitable (:class:`stream.app.TableStore`)."""
+    """A store whose writes are awaitable (:class:`stream.tables.TableStore`)."""
 
     async def settled(self) -> None: ...
 

@@ -139,7 +139,7 @@ async def read_models(bootstrap: str, topic: str):
     """A registry with every model version still in `topic` (read to its end)."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    from stream.app import topic_partitions
+    from stream.kafka import topic_partitions
     from stream.deadletter import Rejected
     from stream.registry import ModelRegistry
     from stream.signing import model_key, verified_model

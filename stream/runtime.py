@@ -1,0 +1,161 @@
+"""What the worker's agents, timers and table callbacks do, over the objects they share
+(one :class:`Runtime` per process); :mod:`stream.app` only wires them to Faust.
+
+- ``judge`` over ``trustlayer.events``: ``take()`` batches through the
+  :class:`~stream.processor.StreamProcessor`, acknowledged by the checkpoint once what they
+  changed is durable (:mod:`stream.checkpoint`);
+- ``tick``: the watchdog (:mod:`stream.watchdog`), then the deadlines and reorder timeouts of
+  silent runs, whose verdicts are stored in the run's outbox and delivered before they are
+  confirmed;
+- the ``runs`` table recovered: where reading starts, the runs of the assigned partitions
+  and their outboxes; the ``training`` table recovered: the training runs of refinement.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+from aiokafka import TopicPartition
+
+from stream.checkpoint import Checkpoint
+from stream.config import WorkerConfig
+from stream.metrics import Metrics
+from stream.model_feed import ModelFeed
+from stream.offload import LearnPool
+from stream.processor import StreamProcessor
+from stream.progress import Progress, start_offsets
+from stream.records import Output, Source
+from stream.refine import Refiner
+from stream.registry import ModelRegistry
+from stream.tables import TableStore
+from stream.training import TrainingRuns, seed_runs
+from stream.watchdog import Watchdog
+
+log = logging.getLogger("trustlayer.worker")
+
+
+class Outlets:
+    """The topics that what processing produced (:class:`~stream.records.Output`) goes to."""
+
+    def __init__(self, verdicts: Any, dlq: Any, finished: Any):
+        self.verdicts, self.dlq, self.finished = verdicts, dlq, finished
+
+    def send(self, out: Output) -> list[asyncio.Future]:
+        """Send `out` without waiting; the futures say when each record is delivered."""
+        futures = []
+        for run_id, record in out.verdicts:
+            futures.append(self.verdicts.send_soon(key=run_id.encode(),
+                                                   value=json.dumps(record).encode()))
+        for key, record in out.dlq:
+            futures.append(self.dlq.send_soon(key=key, value=json.dumps(record).encode()))
+        for task, payload in out.finished:
+            futures.append(self.finished.send_soon(key=task.encode(),
+                                                   value=json.dumps(payload).encode()))
+        return futures
+
+
+class Runtime:
+    """The worker's state shared by the agents (one per process).
+
+    `topics`: the Faust topics ``events``, ``verdicts``, ``dlq``, ``models``, ``finished``;
+    `tables`: the ``runs`` and ``training`` tables (:func:`stream.tables.declare_tables`).
+    The model files of ``--models`` and the runs of ``--train`` are read here, before
+    anything starts, so that a bad file stops the command with its message.
+    """
+
+    def __init__(self, cfg: WorkerConfig, app: Any, topics: dict[str, Any],
+                 tables: tuple[Any, Any]):
+        self.cfg, self.app = cfg, app
+        self.registry = ModelRegistry()
+        self.metrics = Metrics()
+        self.store = TableStore(tables[0])
+        self.processor = StreamProcessor(self.registry, self.store, cfg.settings, self.metrics)
+        self.checkpoint = Checkpoint(self.processor, self.store)
+        self.outlets = Outlets(topics["verdicts"], topics["dlq"], topics["finished"])
+        self.progress = Progress()
+        self.watchdog = Watchdog(app, cfg, self.progress, self.metrics)
+        model_files = self.registry.load_dir(cfg.models_dir) if cfg.models_dir is not None else []
+        self.models = ModelFeed(cfg, self.registry, self.metrics, topics["models"],
+                                topics["dlq"], model_files, beacon=app.beacon)
+        if cfg.train_dirs:
+            log.info("%d training runs for refinement", seed_runs(self.registry, cfg.train_dirs))
+        self.learner = LearnPool()
+        refiner = Refiner(self.registry, cfg.drop_after, cfg.settings.refine_on_verdict,
+                          learner=self.learner)
+        self.training = TrainingRuns(cfg, self.registry, TableStore(tables[1]), refiner,
+                                     self.models, self.progress)
+
+    @property
+    def ready(self) -> asyncio.Event:
+        """Set once the models are known (see :class:`~stream.model_feed.ModelFeed`)."""
+        return self.models.ready
+
+    def active_partitions(self, topic: str) -> set[int]:
+        return {tp.partition for tp in self.app.assignor.assigned_actives() if tp.topic == topic}
+
+    async def judge(self, stream: Any) -> None:
+        """The ``judge`` agent: events in ``take()`` batches, acknowledged by the checkpoint."""
+        await self.ready.wait()
+        log.info("judging events")
+        events_topic = self.cfg.topics.events
+        async for batch in stream.noack_take(self.cfg.batch_max, within=self.cfg.batch_within):
+            # Records of a partition revoked meanwhile are processed too: their offsets are
+            # not committed, the new owner processes them again, and both give the same
+            # verdicts and table records (processing is deterministic).
+            records = [(e.message.key, e.message.value,
+                        Source(e.message.partition, e.message.offset, e.message.timestamp or 0.0,
+                               e.message.topic)) for e in batch]
+            out = self.processor.process_batch(records)
+            self.checkpoint.add(stream, batch, out, self.outlets.send(out))
+            now = time.monotonic()
+            for _, _, source in records:
+                self.progress.done(TopicPartition(events_topic, source.partition),
+                                   source.offset, now)
+
+    async def refine(self, stream: Any) -> None:
+        """The ``refine`` agent: one finished run at a time (see :mod:`stream.training`)."""
+        await self.ready.wait()
+        async for event in stream.events():
+            await self.training.refine(event.message)
+
+    async def tick(self) -> None:
+        """The timer: watch the consumer, then fail silent runs; their verdicts are stored
+        in the runs' outboxes before they are sent, and confirmed once delivered."""
+        if not self.ready.is_set() or self.watchdog.topics_missing() or \
+                self.processor.active is None:
+            return
+        await self.watchdog.unstall()
+        out = self.processor.tick(caught_up=self.watchdog.caught_up,
+                                  fetched=self.watchdog.fetched)
+        if out.verdicts:
+            timed = [run_id for run_id, _ in out.verdicts]
+            self.processor.flush(timed)
+            await self.store.settled()  # outboxes stored before their verdicts go
+            await asyncio.gather(*self.outlets.send(out))
+            for run_id, record in out.verdicts:
+                self.processor.confirm(run_id, [record])
+            self.processor.flush(timed)
+            await self.store.settled()
+
+    async def runs_recovered(self) -> None:
+        """The ``runs`` table was recovered for this worker's partitions: reading starts at
+        the committed offsets, their runs are loaded, their outboxes sent again."""
+        cfg = self.cfg
+        partitions = self.active_partitions(cfg.topics.events)
+        tps = sorted(TopicPartition(tp.topic, tp.partition)
+                     for tp in self.app.assignor.assigned_actives()
+                     if tp.topic in (cfg.topics.events, cfg.finished_topic))
+        start = await start_offsets(self.app.consumer, cfg.bootstrap, cfg.app_id, tps) \
+            if tps else {}
+        self.progress.reset(tps, start)
+        out = self.processor.assign(partitions, self.store.items())
+        await asyncio.gather(*self.outlets.send(out))
+        print(f"trustlayer worker ready: {cfg.app_id} partitions {sorted(partitions)} "
+              f"open runs {sum(self.processor.open_runs().values())}", flush=True)
+
+    def training_recovered(self) -> None:
+        """The ``training`` table was recovered: its runs of this worker's partitions."""
+        self.training.restore(self.active_partitions(self.cfg.finished_topic))
