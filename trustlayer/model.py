@@ -21,7 +21,7 @@ from trustlayer.observe.templates import Profile
 from trustlayer.settings import Settings
 
 # 2: wildcards are the tokens <*> and <**> (1 used * and **); 3: nearest_milestone (was idom)
-MODEL_FORMAT = 3
+MODEL_FORMAT = 4
 
 
 @dataclass

@@ -181,8 +181,15 @@ def url_line(url: str | None) -> set[str]:
 
 
 def file_facts(files: dict[str, str] | None, baseline: dict[str, str] | None) -> set[str]:
-    """Facts of a code snapshot: which files exist, their content, and how they differ
-    from the run's first snapshot (`baseline`)."""
+    """Facts of a code snapshot: which files exist, their content, and whether each
+    differs from the run's first snapshot (`baseline`). A file the run created is
+    ``changed`` like one it edited: either way it is the run's work (a regression test
+    in a new file or in an existing one); its ``exists`` fact tells that it is new.
+
+    >>> sorted(file_facts({"a.py": "aa", "b.py": "b2"}, {"a.py": "aa", "c.py": "cc"}))
+    ['F|changed b.py', 'F|content a.py aa', 'F|content b.py b2', 'F|deleted c.py', \
+'F|exists a.py', 'F|exists b.py', 'F|unchanged a.py']
+    """
     if files is None:
         return set()
     baseline = baseline or {}
@@ -190,9 +197,6 @@ def file_facts(files: dict[str, str] | None, baseline: dict[str, str] | None) ->
     for path, digest in files.items():
         facts.add(f"F|exists {path}")
         facts.add(f"F|content {path} {digest[:16]}")
-        if path not in baseline:
-            facts.add(f"F|added {path}")
-        else:
-            facts.add(f"F|{'unchanged' if baseline[path] == digest else 'changed'} {path}")
+        facts.add(f"F|{'unchanged' if baseline.get(path) == digest else 'changed'} {path}")
     facts.update(f"F|deleted {path}" for path in baseline if path not in files)
     return facts

@@ -28,8 +28,8 @@ def readable_lines(lines: Sequence[str], limit: int = SNIPPET_LINES) -> list[str
     and content digests, left out.
 
     >>> readable_lines(["A|- button \\"Save\\"", "X|hello world", "F|content a.py 1f2e",
-    ...                 "F|exists a.py", "F|added b.py"])
-    ['hello world', 'added b.py', '- button "Save"']
+    ...                 "F|exists a.py", "F|changed b.py"])
+    ['hello world', 'changed b.py', '- button "Save"']
     """
     kept = [line for line in lines
             if not line.startswith(("F|content ", "F|exists ", "F|unchanged "))]
