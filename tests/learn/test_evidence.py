@@ -1,9 +1,11 @@
 """Evidence of the goal learned from successful runs: habits skipped with a warning,
-lasting milestones required, required outputs, and the run's end."""
-from tracegen import as_run, events_for
+lasting milestones required, required outputs, the run's end, and files left alone."""
+from devsets import SHARED
+from tracegen import as_run, events_for, tool_run
 
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
+from trustlayer.observe.traces import load_labels, read_runs
 
 HOME, PROBE = "Home screen\nWelcome", "Probe output\nvalue check passed"
 TYPED, SAVED = "Editor\nhello world", "Editor\nhello world\nSaved to notes.txt"
@@ -56,3 +58,42 @@ def test_a_run_must_end_where_successful_runs_end():
     model = learn(TRAINING)
     status = judge_run(model, run("new", [HOME, PROBE, TYPED, SAVED, HOME], "8"))
     assert status.verdict == "fail" and "not where successful runs end" in status.reason
+
+
+START_TREE = {"lib.py": "11", "notes.md": "22", "test_lib.py": "33"}
+
+
+def coding_run(run_id: str, final_tree: dict[str, str]):
+    return tool_run(run_id, [("", "", "Task: fix lib.py", START_TREE),
+                             ("edit_file", "lib.py", "Edited lib.py", final_tree),
+                             ("run_tests", "pytest", "3 passed", final_tree)])
+
+
+def test_a_file_no_successful_run_touched_may_be_touched_but_not_removed():
+    fixed = dict(START_TREE, **{"lib.py": "f1"})
+    model = learn([coding_run(f"train-{n}", fixed) for n in range(3)])
+    also_notes = judge_run(model, coding_run("notes", dict(fixed, **{"notes.md": "n2"})))
+    assert also_notes.verdict == "pass"
+    without_notes = {path: digest for path, digest in fixed.items() if path != "notes.md"}
+    assert judge_run(model, coding_run("removed", without_notes)).verdict == "fail"
+    assert judge_run(model, coding_run("not fixed", START_TREE)).verdict == "fail"
+
+
+def changed_files(run) -> set[str]:
+    trees = [e.observation.files for e in run.events if e.kind == "state" and e.observation.files]
+    return {path for path in trees[-1].keys() | trees[0].keys()
+            if trees[-1].get(path) != trees[0].get(path)}
+
+
+def test_real_successes_that_touched_other_files_pass_a_model_of_runs_that_did_not():
+    # the cli-flag task's test successes put their test in a new file or test_release.py;
+    # half of its training runs put it in test_cli_interrupt.py, which none of them touched
+    root = SHARED / "coding-dev2" / "slugify-cli-flag"
+    labels = load_labels(root / "test")
+    successes = [r for r in read_runs([root / "test"]) if labels[r.run_id]["outcome"] == "success"]
+    touched = set().union(*map(changed_files, successes))
+    others = [r for r in read_runs([root / "train"]) if changed_files(r) - touched]
+    assert len(others) >= 4
+    model = learn(successes)
+    assert {r.run_id: judge_run(model, r).verdict for r in others} == \
+        {r.run_id: "pass" for r in others}

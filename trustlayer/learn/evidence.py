@@ -20,6 +20,11 @@ Each read from the training data, never from rules about one application:
   are gone by the run's last state: how the agent chose to work, not what the product
   did. They never make a template salient (typed text that stays in the document is
   not such a line).
+* **untouched facts**: the facts of files a state shows as the run found them. What
+  successful runs left alone is no requirement: another run may also touch such a file
+  (a changelog entry, its test in another file): its facts then are optional templates.
+  Removing it still shows (its ``exists`` fact stays), and what the successful runs
+  changed stays required.
 * **required outputs**: tool calls every successful run made with one and the same value
   and that the product did not answer (an answer reported); a run making that call with
   another value did something no successful run did. A call the product answered (a
@@ -32,10 +37,12 @@ from typing import Mapping, Sequence
 from trustlayer.observe.canonical import PLACE_PREFIXES, content_lines
 from trustlayer.observe.context import context_lines
 from trustlayer.observe.steps import Step
+from trustlayer.observe.templates import WILDCARD, template_form
 from trustlayer.observe.traces import Action, Observation, Run
 
 Path = Sequence[tuple[str, Step]]  # a run's (model state id, step) in order
 OUTPUT_ACTION_TYPES = ("tool", "api")
+UNCHANGED, CONTENT = "F|unchanged ", "F|content "
 
 
 def habit_lines(step: Step, before: Step | None, last_lines: frozenset[str]) -> frozenset[str]:
@@ -51,6 +58,31 @@ def habit_lines(step: Step, before: Step | None, last_lines: frozenset[str]) -> 
     """
     return context_lines(step.fingerprint.lines, before and before.fingerprint.lines,
                          step.actions) - last_lines
+
+
+def untouched_facts(lines: frozenset[str]) -> frozenset[str]:
+    """The facts of files that canonical `lines` show unchanged since the run's first
+    snapshot: ``unchanged`` and ``content`` (see the module docstring).
+
+    >>> sorted(untouched_facts(frozenset({"F|exists a.py", "F|unchanged a.py",
+    ...     "F|content a.py 1f", "F|changed b.py", "F|content b.py 2e", "X|ok"})))
+    ['F|content a.py 1f', 'F|unchanged a.py']
+    """
+    untouched = {line[len(UNCHANGED):] for line in lines if line.startswith(UNCHANGED)}
+    return frozenset(line for line in lines if line.startswith(UNCHANGED) or (
+        line.startswith(CONTENT) and line[len(CONTENT):].rpartition(" ")[0] in untouched))
+
+
+def touch_templates(untouched: frozenset[str]) -> list[str]:
+    """Templates of the facts a run shows when it touches files that `untouched` facts
+    (:func:`untouched_facts`) show as left alone: the file ``changed``, its content any.
+
+    >>> touch_templates(frozenset({"F|unchanged notes.md", "F|content notes.md 1f"}))
+    ['F|changed notes . md', 'F|content notes . md <*>']
+    """
+    paths = sorted(line[len(UNCHANGED):] for line in untouched if line.startswith(UNCHANGED))
+    return [template_form(form) for path in paths
+            for form in (f"F|changed {path}", f"{CONTENT}{path} {WILDCARD}")]
 
 
 def accepting_states(paths: Mapping[str, Path]) -> list[str]:

@@ -33,6 +33,8 @@ from trustlayer.learn.evidence import (
     habit_lines,
     milestone_kinds,
     required_outputs,
+    touch_templates,
+    untouched_facts,
 )
 from trustlayer.learn.naming import name_states
 from trustlayer.model import Model, ModelState
@@ -59,21 +61,32 @@ class LearnError(ValueError):
 
 
 def _build_state(state_id: str, members: Sequence[tuple[str, Step]], size: int,
-                 habits: Sequence[frozenset[str]] | None = None) -> ModelState:
+                 optional: Sequence[frozenset[str]] | None = None) -> ModelState:
     fps = [step.fingerprint for _, step in members]
     structural = any(fp.has_structure for fp in fps)
     thumbs = [fp.thumbnail for fp in fps if fp.thumbnail is not None]
     arrays = [np.frombuffer(t, np.uint8).reshape(size, size) / 255.0 for t in thumbs]
     mask = learn_volatile_mask(arrays)
     lines = [fp.lines for fp in fps] if structural else []
+    profile = learn_profile(lines, optional)
+    if optional:
+        profile = profile.with_optional(touch_templates(frozenset().union(*optional)))
     return ModelState(
-        id=state_id, name="", profile=learn_profile(lines, habits), structural=structural,
+        id=state_id, name="", profile=profile, structural=structural,
         image_shas=sorted({fp.image_sha for fp in fps if fp.image_sha}),
         phashes=sorted({fp.phash for fp in fps if fp.phash is not None}),
         thumbnails=thumbs[:MAX_EXEMPLARS],
         volatile_mask=None if mask is None else np.packbits(mask).tobytes(),
         members=[[run_id, step.seq] for run_id, step in members],
         tolerance=learned_tolerance(lines))
+
+
+def _not_evidence(steps: Sequence[Step], index: int, last_lines: frozenset[str]) -> frozenset[str]:
+    """Lines of a run's step `index` that no template is made salient by: its habit lines
+    and the facts of files the run had left alone."""
+    step = steps[index]
+    return habit_lines(step, steps[index - 1] if index else None, last_lines) \
+        | untouched_facts(step.fingerprint.lines)
 
 
 def _interruptions(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> list[str]:
@@ -238,8 +251,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
             state_of[key] = sid
         states[sid] = _build_state(sid, [(run_ids[r], steps[run_ids[r]][i]) for r, i in group],
                                    settings.thumbnail_size,
-                                   [habit_lines(steps[run_ids[r]][i], steps[run_ids[r]][i - 1] if i else None,
-                                                last_lines[r]) for r, i in group])
+                                   [_not_evidence(steps[run_ids[r]], i, last_lines[r])
+                                    for r, i in group])
     member_lines = {sid: [steps[run_ids[r]][i].fingerprint.lines for r, i in group]
                     for sid, group in zip(states, groups)}
     varied = set().union(*(varied_words(state.profile, member_lines[sid])
@@ -264,7 +277,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     name_states(list(states.values()), labels, titles, member_lines)
     accepting = accepting_states(paths)
     ending = _build_state("end", [(rid, steps[rid][-1]) for rid in run_ids],
-                          settings.thumbnail_size)
+                          settings.thumbnail_size,
+                          [untouched_facts(steps[rid][-1].fingerprint.lines) for rid in run_ids])
     interruptions = _interruptions(essential, paths)
     incidental, transient = ([sid for sid in kind if sid not in interruptions]
                              for kind in milestone_kinds(essential, accepting, paths))

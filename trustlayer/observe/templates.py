@@ -204,6 +204,17 @@ class Profile:
     def salient_templates(self) -> list[str]:
         return [t for t, s in zip(self.templates, self.salient) if s]
 
+    def with_optional(self, templates: Iterable[str]) -> "Profile":
+        """This profile with `templates` (rendered) added as optional ones, those that no
+        template of it explains already (a line is explained by one template: the one
+        it has, which may be salient).
+
+        >>> Profile(["X|<*> a"], [True]).with_optional(["X|<*> b", "X|x a"]).templates
+        ['X|<*> a', 'X|<*> b']
+        """
+        extra = [t for t in dict.fromkeys(templates) if self.template_of(t) is None]
+        return Profile(self.templates + extra, self.salient + [False] * len(extra))
+
     def to_json(self) -> dict:
         return {"templates": self.templates, "salient": self.salient}
 
@@ -240,12 +251,13 @@ def _merge_by_key(lines: list[str], split: dict, group_of: dict[str, int],
 
 
 def learn_profile(members: Sequence[frozenset[str]],
-                  habits: Sequence[frozenset[str]] | None = None) -> Profile:
+                  optional: Sequence[frozenset[str]] | None = None) -> Profile:
     """Learn the templates of one model state from its members' canonical lines.
 
-    `habits` holds, per member, lines that only restate the agent's own action (see
-    :func:`trustlayer.learn.evidence.habit_lines`): a template that any member shows as such
-    a line is optional, not salient.
+    `optional` holds, per member, lines that are no evidence of the state: how the agent
+    worked (:func:`trustlayer.learn.evidence.habit_lines`) or what it left alone
+    (:func:`trustlayer.learn.evidence.untouched_facts`); a template that any member shows
+    as such a line is optional, not salient.
 
     Two lines are variants of one slot when they have the same prefix and token count,
     differ in at most a third of their positions (words only), and never occur together
@@ -294,10 +306,10 @@ def learn_profile(members: Sequence[frozenset[str]],
     prefixes = {group_of[line]: split[line][0] for line in lines}
     groups = sorted(bodies)
     templates = [_render(prefixes[g], bodies[g]) for g in groups]
-    habits = habits or [frozenset()] * len(members)
-    habitual = {group_of[line] for line in lines
-                if any(line in habits[m] for m in holders[line])}
-    salient = [len(owners[g]) == len(members) and g not in habitual for g in groups]
+    optional = optional or [frozenset()] * len(members)
+    not_evidence = {group_of[line] for line in lines
+                    if any(line in optional[m] for m in holders[line])}
+    salient = [len(owners[g]) == len(members) and g not in not_evidence for g in groups]
     return Profile(templates, salient)
 
 
