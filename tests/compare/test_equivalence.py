@@ -9,7 +9,8 @@ from trustlayer.learn.learner import learn
 from trustlayer.model import ModelState
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.steps import run_steps
-from trustlayer.observe.templates import learn_profile, learned_tolerance, word_tokens
+from trustlayer.learn.profiles import learn_profile, learned_tolerance
+from trustlayer.observe.templates import word_tokens
 from trustlayer.observe.traces import read_runs
 from trustlayer.settings import Settings
 

@@ -25,7 +25,6 @@ from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.compare.visual import hamming, masked_ssim
 from trustlayer.model import Model, ModelState
-from trustlayer.observe.canonical import content_lines
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.templates import Profile, shape_of, word_tokens
 from trustlayer.settings import Settings
@@ -79,9 +78,12 @@ def _tolerated(unexplained: list[str], fp: Fingerprint, state: ModelState, setti
     rows for 8)."""
     if not unexplained:
         return True
+    content = len(fp.content)
+    if len(unexplained) > max(settings.unexplained_line_tolerance, state.tolerance,
+                              settings.known_line_tolerance) * content:
+        return False  # beyond every allowance below, whatever the lines say
     if not all(word_tokens(line) <= known_words for line in unexplained):
         return False
-    content = len(content_lines(fp.lines))
     if len(unexplained) <= settings.unexplained_line_tolerance * content:
         return True
     if state.profile.contradictions(fp.lines):
@@ -194,7 +196,8 @@ def ends_like_success(model: Model, fp: Fingerprint, ids: list[str]) -> bool:
     if ending is None or not ending.structural or not fp.has_structure \
             or ending.tolerance > ENDING_MAX_TOLERANCE:
         return False
-    missing, unexplained = ending.profile.compare(fp.lines)
-    return not missing and _tolerated(unexplained, fp, ending, model.settings,
-                                      index_of(model).known_words)
+    if not ending.profile.shows_every_salient(fp.lines):
+        return False
+    _, unexplained = ending.profile.compare(fp.lines)
+    return _tolerated(unexplained, fp, ending, model.settings, index_of(model).known_words)
 

@@ -14,6 +14,7 @@ from trustlayer.compare.visual import hamming
 from trustlayer.model import Model
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.fingerprints import Fingerprint
+from trustlayer.observe.profile_set import ProfileSet
 from trustlayer.observe.templates import is_exact, template_form, word_tokens
 
 
@@ -91,25 +92,38 @@ class StateIndex:
             # rarest one is a necessary key
             rarest = min(lines, key=lambda t: (holders[t], t))
             self.by_line.setdefault(rarest, set()).add(sid)
+        # the profiles an observed state is compared with, explained together: the
+        # exact salient lines an observation has are bits of the set (a learned
+        # template is its form; a template written by hand, not learned, may not be)
+        self.profiles = ProfileSet([state.profile for state in model.states.values()]
+                                   + ([model.ending.profile] if model.ending else []))
+        anchor_bits = {form: self.profiles.form_bits([form]) for form in self.by_line}
+        required_bits = {sid: self.profiles.form_bits(lines)
+                         for sid, lines in self.required.items()}
+        self.bits: tuple[list[tuple[int, set[str]]], dict[str, int]] | None = None
+        if None not in anchor_bits.values() and None not in required_bits.values():
+            self.bits = [(anchor_bits[form], sids) for form, sids in self.by_line.items()], \
+                required_bits  # type: ignore[assignment]
 
     def novelty(self, fp: Fingerprint) -> list[str]:
         """Words of the observed state that no training state ever showed."""
-        return sorted({word for line in fp.lines for word in word_tokens(line)} - self.vocabulary)
+        return sorted(frozenset().union(*map(word_tokens, fp.lines)) - self.vocabulary)
 
     def candidates(self, fp: Fingerprint) -> set[str]:
         """Model states that could be the observed state (a superset of the matches, with
         near misses: what a report shows)."""
-        return self._candidates(fp, {template_form(line) for line in fp.lines})
+        return self._candidates(fp, self._anchored(frozenset(map(template_form, fp.lines))))
 
-    def _candidates(self, fp: Fingerprint, forms: set[str], visual: bool = True) -> set[str]:
+    def _anchored(self, forms: frozenset[str]) -> set[str]:
+        return set().union(*(self.by_line[form] for form in forms & self.by_line.keys()))
+
+    def _candidates(self, fp: Fingerprint, anchored: set[str], visual: bool = True) -> set[str]:
         found = set(self.unanchored) if fp.has_structure else set()
         if visual and fp.phash is not None:
             found |= self.near.within(fp.phash)
             if not fp.has_structure:  # screens without text: the SSIM band needs more
                 found |= self.wide.within(fp.phash)
-        for form in forms:
-            found.update(self.by_line.get(form, ()))
-        return found
+        return found | anchored
 
     def plausible(self, fp: Fingerprint) -> set[str]:
         """The candidates that can still be *same*: the observation has every exact
@@ -120,11 +134,17 @@ class StateIndex:
         screenshot not decoded: a state its pHash alone would add is a screen without
         text (*different* from it), or one that lacks a line it requires, or one its
         lines find anyway."""
-        forms = {template_form(line) for line in fp.lines}
         exact = self.by_image.get(fp.image_sha, set()) if fp.image_sha else set()
-        found = self._candidates(fp, forms, visual=not fp.has_structure) | exact
-        return {sid for sid in found
-                if sid in exact or self.required.get(sid, frozenset()) <= forms}
+        visual = not fp.has_structure
+        if self.bits is None:
+            forms = frozenset(map(template_form, fp.lines))
+            found = self._candidates(fp, self._anchored(forms), visual)
+            return exact | {sid for sid in found if self.required.get(sid, frozenset()) <= forms}
+        anchors, required = self.bits
+        shown = self.profiles.shown(fp.lines)
+        found = self._candidates(fp, set().union(*(sids for bit, sids in anchors
+                                                   if shown & bit)), visual)
+        return exact | {sid for sid in found if not required.get(sid, 0) & ~shown}
 
 
 def index_of(model: Model) -> StateIndex:

@@ -37,16 +37,16 @@ from trustlayer.learn.evidence import (
     untouched_facts,
 )
 from trustlayer.learn.naming import name_states
-from trustlayer.model import Model, ModelState
-from trustlayer.observe.canonical import content_lines
-from trustlayer.observe.edits import required_removals
-from trustlayer.observe.steps import Step, action_signatures, run_steps
-from trustlayer.observe.templates import (
+from trustlayer.learn.profiles import (
     borrow_variation,
     learned_tolerance,
     learn_profile,
     varied_words,
 )
+from trustlayer.model import Model, ModelState
+from trustlayer.observe.canonical import content_lines
+from trustlayer.observe.edits import required_removals
+from trustlayer.observe.steps import Step, action_signatures, run_steps
 from trustlayer.observe.traces import Run
 from trustlayer.settings import Settings
 

@@ -1,0 +1,179 @@
+"""Learning a model state's line templates from its members (see
+:mod:`trustlayer.observe.templates`): lines that differ between members in a few word
+positions, and never stand together in one member, are variants of one slot and become
+one template with wildcards there; a template every member shows is salient.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from trustlayer.observe.canonical import content_lines
+from trustlayer.observe.templates import (
+    REST,
+    WILDCARD,
+    Profile,
+    leading_key,
+    render,
+    split_line,
+)
+
+MAX_VARYING_SHARE = 0.34
+
+
+def _can_merge(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
+    if len(left) != len(right):
+        return False
+    differing = [i for i, (a, b) in enumerate(zip(left, right)) if a != b]
+    if not differing or len(differing) > int(len(left) * MAX_VARYING_SHARE):
+        return False
+    return all((left[i] == WILDCARD or left[i][:1].isalnum()) and right[i][:1].isalnum()
+               for i in differing)
+
+
+def _merge_by_key(lines: list[str], split: dict, group_of: dict[str, int],
+                  bodies: dict[int, tuple[str, ...]], owners: dict[int, set[int]]) -> None:
+    """Second pass: lines still apart that start with the same ``key:`` and never stand
+    together in one member hold varied values of one field (a hotel's name, a price):
+    their template keeps the key and takes any value."""
+    by_key: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+    for line in lines:
+        group = group_of[line]
+        key = leading_key(bodies[group]) if group in bodies and REST not in bodies[group] else None
+        if key and group not in by_key.get((split[line][0], key), []):
+            by_key.setdefault((split[line][0], key), []).append(group)
+    for (_, key), groups in sorted(by_key.items()):
+        first = groups[0]
+        merged = False
+        for other in groups[1:]:
+            if other in bodies and first in bodies and not owners[first] & owners[other] \
+                    and bodies[first] != bodies[other]:
+                owners[first] |= owners.pop(other)
+                del bodies[other]
+                for line, group in group_of.items():
+                    if group == other:
+                        group_of[line] = first
+                merged = True
+        if merged:
+            bodies[first] = key + (REST,)
+
+
+def learn_profile(members: Sequence[frozenset[str]],
+                  optional: Sequence[frozenset[str]] | None = None) -> Profile:
+    """Learn the templates of one model state from its members' canonical lines.
+
+    `optional` holds, per member, lines that are no evidence of the state: how the agent
+    worked (:func:`trustlayer.learn.evidence.habit_lines`) or what it left alone
+    (:func:`trustlayer.learn.evidence.untouched_facts`); a template that any member shows
+    as such a line is optional, not salient.
+
+    Two lines are variants of one slot when they have the same prefix and token count,
+    differ in at most a third of their positions (words only), and never occur together
+    in one member (two lines of one screen are two slots). The most alike variants are
+    merged first, so a slot filled in every member is found before a loose look-alike.
+
+    >>> p = learn_profile([frozenset({"T|untitled.txt - Lab", "X|saved"}),
+    ...                    frozenset({"T|hello.txt - Lab", "X|saved"})])
+    >>> p.compare({"T|greeting.txt - Lab", "X|saved"})
+    ([], [])
+    >>> p.compare({"T|greeting.md - Lab", "X|saved"})
+    (['T|<*> . txt - Lab'], ['T|greeting.md - Lab'])
+    """
+    holders: dict[str, set[int]] = {}
+    for number, member in enumerate(members):
+        for line in member:
+            holders.setdefault(line, set()).add(number)
+    lines = sorted(holders)
+    split = {line: split_line(line) for line in lines}
+    buckets: dict[tuple[str, int], list[str]] = {}
+    for line in lines:
+        buckets.setdefault((split[line][0], len(split[line][1])), []).append(line)
+    pairs = []
+    for bucket in buckets.values():
+        for i, left in enumerate(bucket):
+            for right in bucket[i + 1:]:
+                if not holders[left] & holders[right] and _can_merge(split[left][1],
+                                                                     split[right][1]):
+                    distance = sum(a != b for a, b in zip(split[left][1], split[right][1]))
+                    pairs.append((distance, left, right))
+    group_of = {line: i for i, line in enumerate(lines)}
+    bodies = {i: split[line][1] for i, line in enumerate(lines)}
+    owners = {i: set(holders[line]) for i, line in enumerate(lines)}
+    for _, left, right in sorted(pairs):
+        a, b = group_of[left], group_of[right]
+        if a == b or owners[a] & owners[b] or not _can_merge(bodies[a], bodies[b]) \
+                and bodies[a] != bodies[b]:
+            continue
+        bodies[a] = tuple(x if x == y else WILDCARD for x, y in zip(bodies[a], bodies[b]))
+        owners[a] |= owners.pop(b)
+        del bodies[b]
+        for line, group in group_of.items():
+            if group == b:
+                group_of[line] = a
+    _merge_by_key(lines, split, group_of, bodies, owners)
+    prefixes = {group_of[line]: split[line][0] for line in lines}
+    groups = sorted(bodies)
+    templates = [render(prefixes[g], bodies[g]) for g in groups]
+    optional = optional or [frozenset()] * len(members)
+    not_evidence = {group_of[line] for line in lines
+                    if any(line in optional[m] for m in holders[line])}
+    salient = [len(owners[g]) == len(members) and g not in not_evidence for g in groups]
+    return Profile(templates, salient)
+
+
+def varied_words(profile: Profile, members: Sequence[frozenset[str]]) -> set[str]:
+    """The words (letters, three or more) members showed in the wildcard slots of
+    `profile`: what successful runs chose differently (``report``, ``notes``).
+
+    >>> p = learn_profile([frozenset({"X|saved report.txt"}), frozenset({"X|saved notes.txt"})])
+    >>> sorted(varied_words(p, [frozenset({"X|saved report.txt"})]))
+    ['report']
+    """
+    varied: set[str] = set()
+    for lines in members:
+        for line in lines:
+            index = profile.template_of(line)
+            if index is None:
+                continue
+            template, body = split_line(profile.templates[index])[1], split_line(line)[1]
+            if WILDCARD in template and len(template) == len(body):
+                varied.update(b for t, b in zip(template, body)
+                              if t == WILDCARD and len(b) >= 3 and b.isalpha())
+    return varied
+
+
+def borrow_variation(profile: Profile, varied: set[str]) -> Profile:
+    """`profile` of a state seen in one run only, with the words that varied between runs
+    elsewhere (:func:`varied_words`) as wildcards: one member cannot show what varies.
+
+    >>> borrow_variation(Profile(["X|panel for report . txt"], [True]), {"report"}).templates
+    ['X|panel for <*> . txt']
+    """
+    templates: list[str] = []
+    salient: list[bool] = []
+    for rendered, is_salient in zip(profile.templates, profile.salient):
+        prefix, body = split_line(rendered)
+        rendered = render(prefix, tuple(WILDCARD if t in varied else t for t in body))
+        if rendered in templates:
+            salient[templates.index(rendered)] |= is_salient
+        else:
+            templates.append(rendered)
+            salient.append(is_salient)
+    return Profile(templates, salient)
+
+
+def learned_tolerance(members: Sequence[frozenset[str]]) -> float:
+    """How much a new member of a state may show that the others never did, learned by
+    leaving each member out: the largest share of its content lines that the templates
+    of the other members do not explain (0.0 with fewer than two members).
+
+    >>> learned_tolerance([frozenset({"X|a", "X|b"}), frozenset({"X|a", "X|b", "X|toast"})])
+    0.3333
+    """
+    if len(members) < 2:
+        return 0.0
+    shares = []
+    for left_out, member in enumerate(members):
+        others = learn_profile([m for i, m in enumerate(members) if i != left_out])
+        _, unexplained = others.compare(member)
+        shares.append(min(1.0, len(unexplained) / max(1, len(content_lines(member)))))
+    return round(max(shares), 4)
