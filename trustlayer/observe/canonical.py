@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from itertools import islice
+from itertools import islice, repeat
 from typing import Any, Iterable
 from urllib.parse import urlsplit
 
@@ -90,11 +90,31 @@ def _json_lines(text: str) -> list[str] | None:
         return None
     if len(leaves) > MAX_JSON_LEAVES:
         return None
-    return [f"{_NOT_WORD.sub('_', path)}: {json.dumps(value, ensure_ascii=False)}"
-            for path, value in leaves]
+    return [f"{_leaf_name(path)}: {_json_value(value)}" for path, value in leaves]
 
 
 _NOT_WORD = re.compile(r"\W+")
+_JSON_ESCAPED = re.compile(r'[\x00-\x1f\\"]')  # what json.dumps escapes (ensure_ascii=False)
+
+
+@lru_cache(maxsize=1 << 14)  # the paths of one application's documents repeat
+def _leaf_name(path: str) -> str:
+    return _NOT_WORD.sub("_", path)
+
+
+def _json_value(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)`` of a leaf, without it for a plain string
+    or integer (most leaves).
+
+    >>> [_json_value(v) for v in ("a b", 'say "hi"', 7, True, 0.5, None, [])]
+    ['"a b"', '"say \\\\"hi\\\\""', '7', 'true', '0.5', 'null', '[]']
+    """
+    kind = type(value)
+    if kind is str and not _JSON_ESCAPED.search(value):
+        return f'"{value}"'
+    if kind is int:
+        return int.__repr__(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def shows(lines: Iterable[str] | None, value: str) -> bool:
@@ -129,7 +149,15 @@ def text_lines(text: str | None, prefix: str) -> set[str]:
     if "\x1b" in text:
         text = _TERMINAL_CONTROL.sub("", text)
     raw_lines = _json_lines(text) or text.splitlines()
-    return {f"{prefix}|{masked}" for raw in raw_lines if (masked := mask(raw))}
+    lines = set(map(_text_line, raw_lines, repeat(prefix, len(raw_lines))))
+    lines.discard(None)
+    return lines
+
+
+@lru_cache(maxsize=1 << 16)  # the lines of one application repeat from event to event
+def _text_line(raw: str, prefix: str) -> str | None:
+    masked = mask(raw)
+    return f"{prefix}|{masked}" if masked else None
 
 
 _INLINE_VALUE = re.compile(r"""^(\s*- .*?["'\]]):\s+(.+)$""")
@@ -153,10 +181,9 @@ def a11y_lines(a11y: Any, inline_text: bool = True) -> set[str]:
     if a11y is None:
         return set()
     if isinstance(a11y, str):
-        lines: set[str] = set()
-        for raw in a11y.splitlines():
-            lines.update(_yaml_node_lines(raw, inline_text))
-        return lines - {"A|-", "A|- :"}
+        raws = a11y.splitlines()
+        return set().union(*map(_yaml_node_lines, raws, repeat(inline_text, len(raws)))) \
+            - {"A|-", "A|- :"}
     lines = set()
 
     def walk(node: Any) -> None:
@@ -193,10 +220,14 @@ def file_facts(files: dict[str, str] | None, baseline: dict[str, str] | None) ->
     if files is None:
         return set()
     baseline = baseline or {}
-    facts = set()
+    facts: set[str] = set()
     for path, digest in files.items():
-        facts.add(f"F|exists {path}")
-        facts.add(f"F|content {path} {digest[:16]}")
-        facts.add(f"F|{'unchanged' if baseline.get(path) == digest else 'changed'} {path}")
+        facts.update(_file_lines(path, digest, "unchanged" if baseline.get(path) == digest
+                                 else "changed"))
     facts.update(f"F|deleted {path}" for path in baseline if path not in files)
     return facts
+
+
+@lru_cache(maxsize=1 << 14)  # a snapshot's files mostly repeat from state to state
+def _file_lines(path: str, digest: str, status: str) -> tuple[str, str, str]:
+    return f"F|exists {path}", f"F|content {path} {digest[:16]}", f"F|{status} {path}"

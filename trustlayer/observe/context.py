@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Iterable
 
 from trustlayer.observe.canonical import content_lines, mask
@@ -35,16 +36,29 @@ def _action_text(actions: Iterable[Action]) -> str:
     return " ".join(mask(part) for part in parts)
 
 
+@lru_cache(maxsize=64)  # a state's facts are read again as those of the state before
+def _facts(lines: frozenset[str]) -> frozenset[str]:
+    return frozenset(line for line in lines if line.startswith("F|"))
+
+
 def file_facts(lines: Iterable[str]) -> frozenset[str]:
     """The code-snapshot facts among canonical lines."""
-    return frozenset(line for line in lines if line.startswith("F|"))
+    return _facts(lines if isinstance(lines, frozenset) else frozenset(lines))
+
+
+@lru_cache(maxsize=1 << 16)
+def _echo_body(line: str) -> str | None:
+    """What a content line says without its diff, prompt or quote marks, if long enough
+    to be an echo of an action."""
+    body = _DIFF_MARK.sub("", line.partition("|")[2]).strip()
+    return body if len(body) >= MIN_ECHO_CHARS else None
 
 
 def context_lines(lines: frozenset[str], before: frozenset[str] | None,
                   actions: Iterable[Action]) -> frozenset[str]:
-    """Echoes, receipts and inherited facts among the content lines `lines` of a state,
-    given the canonical lines of the state `before` it (None for a run's first state)
-    and the `actions` between.
+    """Echoes, receipts and inherited facts among the content lines of a state's lines
+    `lines`, given the canonical lines of the state `before` it (None for a run's first
+    state) and the `actions` between.
 
     >>> run = (Action("tool", "run_tests", "pytest -q tests"),)
     >>> sorted(context_lines(frozenset({"X|$ pytest -q tests", "X|3 passed"}), frozenset(), run))
@@ -54,17 +68,23 @@ def context_lines(lines: frozenset[str], before: frozenset[str] | None,
     >>> sorted(context_lines(after, before, (Action("tool", "edit_file"),)))
     ['F|changed a.py', 'X|Edited b.py']
     """
+    content = content_lines(lines)
+    return content_context(content, file_facts(content), before, actions)
+
+
+def content_context(content: frozenset[str], facts: frozenset[str],
+                    before: frozenset[str] | None, actions: Iterable[Action]) -> frozenset[str]:
+    """:func:`context_lines` of a state's `content` lines, whose file `facts` are known."""
     if before is None:
         return frozenset()
-    content = content_lines(lines)
-    facts, facts_before = file_facts(content), file_facts(before)
+    facts_before = file_facts(before)
     found = set(facts & facts_before)
     if facts != facts_before:
         found |= {line for line in content if line.startswith("X|")}
     text = _action_text(actions)
     if text:
         for line in content:
-            body = _DIFF_MARK.sub("", line.partition("|")[2]).strip()
-            if len(body) >= MIN_ECHO_CHARS and body in text:
+            body = _echo_body(line)
+            if body is not None and body in text:
                 found.add(line)
     return frozenset(found)

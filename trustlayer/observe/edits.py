@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable, Mapping, Sequence
 
 from trustlayer.observe.canonical import mask
+from trustlayer.observe.context import file_facts
 from trustlayer.observe.traces import Run
 
 _FILE_HEADER = "+++ b/"
@@ -57,8 +59,9 @@ def changed_files(before: Mapping[str, str] | None, after: Mapping[str, str] | N
     return {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
 
 
-def _contents(lines: Iterable[str]) -> dict[str, str]:
-    return dict(line[len(_CONTENT):].rpartition(" ")[::2] for line in lines
+@lru_cache(maxsize=64)  # a state's contents are read again as those of the state before
+def _contents(lines: frozenset[str]) -> dict[str, str]:
+    return dict(line[len(_CONTENT):].rpartition(" ")[::2] for line in file_facts(lines)
                 if line.startswith(_CONTENT))
 
 
@@ -69,7 +72,8 @@ def changed_in_facts(before: Iterable[str] | None, after: Iterable[str]) -> set[
     >>> changed_in_facts({"F|content a.py 1f", "F|content b.py 2e"}, {"F|content a.py 1f"})
     {'b.py'}
     """
-    return changed_files(_contents(before or ()) or None, _contents(after) or None)
+    return changed_files(_contents(frozenset(before or ())) or None,
+                         _contents(frozenset(after)) or None)
 
 
 @dataclass

@@ -9,21 +9,22 @@ states, and then the image is never decoded.
 from __future__ import annotations
 
 import base64
+import operator
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 import imagehash
 import numpy as np
 from PIL import Image
 
 from trustlayer.observe.canonical import (
-    PLACE_PREFIXES,
     a11y_lines,
+    content_lines,
     file_facts,
     text_lines,
     url_line,
 )
-from trustlayer.observe.context import context_lines
+from trustlayer.observe.context import content_context
 from trustlayer.observe.images import ImageRef
 from trustlayer.observe.traces import Action, Observation
 
@@ -64,11 +65,18 @@ class Fingerprint:
     context: frozenset[str] = frozenset()  # how the agent worked (trustlayer.observe.context)
     image: ImageRef | None = field(default=None, repr=False, compare=False)  # not decoded yet
     thumbnail_size: int = field(default=0, repr=False, compare=False)
+    #: its lines that say what the state shows (:func:`content_lines`; computed when not
+    #: given): the tiers read them for every state compared
+    content: frozenset[str] = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.content is None:
+            object.__setattr__(self, "content", content_lines(self.lines))
 
     @property
     def has_structure(self) -> bool:
         """True when the state carries text, an accessibility tree or files."""
-        return any(not line.startswith(PLACE_PREFIXES) for line in self.lines)
+        return bool(self.content)
 
     def thumbnail_array(self, size: int) -> np.ndarray | None:
         """The thumbnail as a `size` x `size` float array in [0, 1]."""
@@ -101,25 +109,59 @@ def image_signature(shot: ImageRef, thumbnail_size: int) -> tuple[int, bytes]:
     return phash, thumb.tobytes()
 
 
+class LineMemo:
+    """The canonical lines of the last observation fingerprinted (one run's), kept to be
+    reused when the next one shows the same text, tree, files or place: a third to three
+    quarters of a run's states repeat one of them (a tree while the text changes, a
+    project's files while a tool runs). A state showing all the same gets the very line
+    set of the one before, which the equivalence tiers then recognise."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, tuple[object, frozenset[str]]] = {}
+        self._joined: dict[str, tuple[tuple[frozenset[str], ...], frozenset[str]]] = {}
+
+    def part(self, name: str, source: object, make: Callable[[], set[str]]) -> frozenset[str]:
+        """The lines `make` gives for `source` (the last ones if it equals the last)."""
+        last = self._parts.get(name)
+        if last is not None and last[0] == source:
+            return last[1]
+        lines = frozenset(make())
+        self._parts[name] = (source, lines)
+        return lines
+
+    def union(self, name: str, *parts: frozenset[str]) -> frozenset[str]:
+        """The union of `parts` (the last one if they are the last ones)."""
+        last = self._joined.get(name)
+        if last is not None and all(map(operator.is_, last[0], parts)):
+            return last[1]
+        joined = frozenset().union(*parts)
+        self._joined[name] = (parts, joined)
+        return joined
+
+
 def fingerprint(observation: Observation, thumbnail_size: int,
                 baseline_files: dict[str, str] | None = None,
                 previous_lines: frozenset[str] | None = None,
-                actions: Iterable[Action] = ()) -> Fingerprint:
+                actions: Iterable[Action] = (), memo: LineMemo | None = None) -> Fingerprint:
     """Fingerprint one observation. `baseline_files` is the run's first code snapshot;
     the lines of the state before and the `actions` that led here tell the context lines
-    (:func:`trustlayer.observe.context.context_lines`)."""
-    lines = set()
-    lines |= text_lines(observation.title, "T")
-    lines |= url_line(observation.url)
-    lines |= text_lines(observation.text, "X")
-    lines |= a11y_lines(observation.a11y, inline_text=not observation.text)
-    lines |= file_facts(observation.files, baseline_files)
+    (:func:`trustlayer.observe.context.context_lines`); `memo` holds the run's last lines."""
+    memo = memo or LineMemo()
+    title, url, text, a11y, files = (observation.title, observation.url, observation.text,
+                                     observation.a11y, observation.files)
+    place = memo.part("place", (title, url), lambda: text_lines(title, "T") | url_line(url))
+    facts = memo.part("files", (files, baseline_files),
+                      lambda: file_facts(files, baseline_files))
+    shown = memo.part("text", text, lambda: text_lines(text, "X"))
+    tree = memo.part("a11y", (a11y, not text), lambda: a11y_lines(a11y, inline_text=not text))
+    content = memo.union("content", shown, tree, facts)
     phash = thumbnail = image_sha = None
     shot, printed = observation.screenshot, observation.screenshot_print
     if shot is not None:  # hash and thumbnail when first read
         image_sha = shot.sha256
     elif printed is not None:  # fingerprinted by the runner: nothing to decode
         image_sha, phash, thumbnail = printed.sha256, printed.phash, printed.thumbnail
-    lines = frozenset(lines)
-    return Fingerprint(lines, image_sha, phash, thumbnail, observation.title, observation.label,
-                       context_lines(lines, previous_lines, tuple(actions)), shot, thumbnail_size)
+    context = content_context(content, facts, previous_lines, tuple(actions))
+    return Fingerprint(memo.union("lines", content, place), image_sha, phash, thumbnail,
+                       title, label=observation.label, context=context, image=shot,
+                       thumbnail_size=thumbnail_size, content=content)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trustlayer.observe.context import file_facts
-from trustlayer.observe.fingerprints import Fingerprint, fingerprint
+from trustlayer.observe.fingerprints import Fingerprint, LineMemo, fingerprint
 from trustlayer.observe.traces import Action, Event, Run
 from trustlayer.settings import Settings
 
@@ -39,6 +39,7 @@ class StepBuilder:
         self.baseline_files: dict[str, str] | None = None
         self.pending: list[Action] = []
         self.previous_lines: frozenset[str] | None = None
+        self.memo = LineMemo()  # the last state's lines, to reuse (not a state to keep)
 
     def feed(self, event: Event) -> Step | None:
         """Return the step completed by `event`, if it is a state."""
@@ -52,7 +53,7 @@ class StepBuilder:
             self.baseline_files = dict(observation.files)
         actions = tuple(self.pending)
         printed = fingerprint(observation, self.settings.thumbnail_size, self.baseline_files,
-                              self.previous_lines, actions)
+                              self.previous_lines, actions, self.memo)
         moved = not actions and self.previous_lines is not None \
             and file_facts(printed.lines) != file_facts(self.previous_lines)
         self.pending, self.previous_lines = [], printed.lines
