@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -97,18 +98,27 @@ def _tolerated(unexplained: list[str], fp: Fingerprint, state: ModelState, setti
 
 
 def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
-                known_words: frozenset[str], strict: bool) -> Decision:
+                known_words: frozenset[str], strict: bool, only_same: bool) -> Decision:
+    """The structure tier; `only_same`: no unsure answer (none is asked further) and no
+    evidence (the caller reads only whether the pair is the same)."""
     if not fp.has_structure:
         return Decision("different", "structure", {"reason": "the state has no text"})
-    missing, unexplained = state.profile.compare(fp.lines)
-    evidence = {"missing": missing[:8], "unexplained": unexplained[:8]}
+    profile = state.profile
+    if only_same:
+        if not profile.shows_every_salient(fp.lines):
+            return Decision("different", "structure")
+        missing, unexplained, evidence = [], profile.unexplained(fp.lines), {}
+    else:
+        missing, unexplained = profile.compare(fp.lines)
+        evidence = {"missing": missing[:8], "unexplained": unexplained[:8]}
     if missing:
         return Decision("different", "structure", evidence)
     if not strict:  # shown as evidence, not held against the state
         unexplained = [line for line in unexplained if line not in fp.context]
     if _tolerated(unexplained, fp, state, settings, known_words):
         return Decision("same", "structure", evidence)
-    if len(unexplained) <= UNSURE_MAX_UNEXPLAINED and _visual(fp, state, settings).same:
+    if not only_same and len(unexplained) <= UNSURE_MAX_UNEXPLAINED \
+            and _visual(fp, state, settings).same:
         return Decision("unsure", "structure", evidence)
     return Decision("different", "structure", evidence)
 
@@ -123,7 +133,7 @@ def _thumbnail_png(raw: bytes | None, size: int) -> bytes | None:
 
 def decide(fp: Fingerprint, state: ModelState, settings: Settings,
            llm: LLMJudge | None = None, known_words: frozenset[str] = frozenset(),
-           strict: bool = False) -> Decision:
+           strict: bool = False, only_same: bool = False) -> Decision:
     """Decide whether observed state `fp` is model state `state`: same, different or unsure.
 
     `llm` is consulted only for a pair the other tiers leave unsure; pass None (the
@@ -133,12 +143,16 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
     the state's learned tolerance (without them, only ``unexplained_line_tolerance``).
     Unless `strict` (a state where runs end: everything it shows is evidence), the
     observation's context lines (how the agent worked, :mod:`trustlayer.observe.context`) are
-    not held against it.
+    not held against it. When the caller reads `only_same` (whether the pair is the
+    same) and gives no `llm`, a pair the structure tier could only call unsure is called
+    different without comparing its screens (their pixels then never decoded), and the
+    structure tier keeps no evidence.
     """
     if fp.image_sha is not None and fp.image_sha in state.image_shas:
         return Decision("same", "exact", {"image_sha": fp.image_sha[:12]})
     if state.structural:
-        decision = _structural(fp, state, settings, known_words, strict)
+        decision = _structural(fp, state, settings, known_words, strict,
+                               only_same=only_same and llm is None)
     elif fp.has_structure:
         decision = Decision("different", "structure", {"reason": "model state has no text"})
     else:
@@ -153,11 +167,12 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
     return Decision("same" if answer.same else "different", "llm", evidence)
 
 
-def judge(model: Model, fp: Fingerprint, state_id: str, llm: LLMJudge | None = None) -> Decision:
+def judge(model: Model, fp: Fingerprint, state_id: str, llm: LLMJudge | None = None,
+          only_same: bool = False) -> Decision:
     """:func:`decide` for `model`'s state `state_id`, with the model's own settings and
     known words, strict for a state where successful runs end."""
     return decide(fp, model.states[state_id], model.settings, llm, index_of(model).known_words,
-                  strict=state_id in model.accepting)
+                  strict=state_id in model.accepting, only_same=only_same)
 
 
 def like_in_shape(model: Model, fp: Fingerprint, state_id: str) -> bool:
@@ -174,15 +189,19 @@ def like_in_shape(model: Model, fp: Fingerprint, state_id: str) -> bool:
         return False
     profile = state.profile
     missing, unexplained = profile.compare(fp.lines)
-    if not missing or all(profile.template_of(line) is not None for line in fp.context):
+    if not missing or fp.context.isdisjoint(unexplained):  # templates explain each
         return False
-    shapes = dict.fromkeys(shape_of(template) for template in missing)
-    in_shape = Profile(list(shapes), [True] * len(shapes))
+    in_shape = _in_shape(tuple(dict.fromkeys(shape_of(template) for template in missing)))
     reshaped = {line for line in unexplained if in_shape.template_of(shape_of(line)) is not None}
     if in_shape.compare({shape_of(line) for line in reshaped})[0]:
         return False
     rest = [line for line in unexplained if line not in reshaped and line not in fp.context]
     return _tolerated(rest, fp, state, model.settings, index_of(model).known_words)
+
+
+@lru_cache(maxsize=1 << 10)  # a milestone's missing lines repeat from state to state
+def _in_shape(shapes: tuple[str, ...]) -> Profile:
+    return Profile(list(shapes), [True] * len(shapes))
 
 
 def ends_like_success(model: Model, fp: Fingerprint, ids: list[str]) -> bool:

@@ -96,7 +96,7 @@ class Matcher:
         found = []
         for sid in sorted(index_of(self.model).plausible(step.fingerprint)):
             llm = self._llm_for_run()
-            decision = judge(self.model, step.fingerprint, sid, llm)
+            decision = judge(self.model, step.fingerprint, sid, llm, only_same=True)
             if decision.evidence.get("llm_called"):
                 self.status.llm_calls += 1
             if decision.same:

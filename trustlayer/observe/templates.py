@@ -213,6 +213,10 @@ class Profile:
         missing, unexplained = self._explained(lines)
         return [self.templates[i] for i in bit_indices(missing)], sorted(unexplained)
 
+    def unexplained(self, lines: Iterable[str]) -> frozenset[str]:
+        """The lines of `lines` that no template explains (:meth:`compare`, unsorted)."""
+        return self._explained(lines)[1]
+
     def shows_every_salient(self, lines: Iterable[str]) -> bool:
         """Whether `lines` show every salient template (:meth:`compare` finds none
         missing), without listing what they lack."""
