@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from itertools import islice, repeat
+from itertools import filterfalse, islice, repeat
 from typing import Any, Iterable
 from urllib.parse import urlsplit
 
@@ -56,7 +56,10 @@ PLACE_PREFIXES = ("T|", "U|")  # title and URL lines: where a state is, not what
 
 def content_lines(lines: Iterable[str]) -> frozenset[str]:
     """The lines that say what a state shows (its title and URL excluded)."""
-    return frozenset(line for line in lines if not line.startswith(PLACE_PREFIXES))
+    return frozenset(filterfalse(_PLACE.match, lines))
+
+
+_PLACE = re.compile("|".join(re.escape(prefix) for prefix in PLACE_PREFIXES))
 
 
 def tokens(line: str) -> tuple[str, ...]:

@@ -38,7 +38,10 @@ def _action_text(actions: Iterable[Action]) -> str:
 
 @lru_cache(maxsize=64)  # a state's facts are read again as those of the state before
 def _facts(lines: frozenset[str]) -> frozenset[str]:
-    return frozenset(line for line in lines if line.startswith("F|"))
+    return frozenset(filter(_FACT.match, lines))
+
+
+_FACT = re.compile(r"F\|")
 
 
 def file_facts(lines: Iterable[str]) -> frozenset[str]:

@@ -24,6 +24,7 @@ from trustlayer.observe.traces import Run
 
 _FILE_HEADER = "+++ b/"
 _CONTENT = "F|content "  # see trustlayer.observe.canonical.file_facts
+_CONTENT_LINE = re.compile(re.escape(_CONTENT))
 _HUNK_OR_OLD_HEADER = ("--- ", "@@")
 _A_WORD = re.compile(r"[^\W\d_]{3}")
 MIN_LINE_CHARS = 8  # shorter lines (")", "pass", '"""') occur everywhere in code
@@ -61,8 +62,8 @@ def changed_files(before: Mapping[str, str] | None, after: Mapping[str, str] | N
 
 @lru_cache(maxsize=64)  # a state's contents are read again as those of the state before
 def _contents(lines: frozenset[str]) -> dict[str, str]:
-    return dict(line[len(_CONTENT):].rpartition(" ")[::2] for line in file_facts(lines)
-                if line.startswith(_CONTENT))
+    return dict(line[len(_CONTENT):].rpartition(" ")[::2]
+                for line in filter(_CONTENT_LINE.match, file_facts(lines)))
 
 
 def changed_in_facts(before: Iterable[str] | None, after: Iterable[str]) -> set[str]:
