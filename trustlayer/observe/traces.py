@@ -136,6 +136,25 @@ def json_problem(obj: Any, max_depth: int = MAX_NESTING) -> str | None:
     return None
 
 
+def plain_json(text: str | bytes) -> bool:
+    """Whether JSON text cannot hold what :func:`json_problem` finds, by cheap
+    tests of the bytes: ASCII without NUL (read as UTF-8, where a string gets a lone
+    surrogate only from a ``\\uD8xx``-style escape), no such escape, and fewer brackets
+    than :data:`MAX_NESTING` (no value nests deeper). Most events are such text: their
+    parsed JSON need not be walked.
+
+    >>> plain_json(b'{"a": [1, "x"]}'), plain_json(b"[" * 300)
+    (True, False)
+    >>> plain_json(rb'{"a": "\\ud800"}')
+    False
+    """
+    if not text.isascii():
+        return False
+    data = text.encode("ascii") if isinstance(text, str) else text
+    return b"\x00" not in data and b"\\ud" not in data and b"\\uD" not in data \
+        and data.count(b"[") + data.count(b"{") < MAX_NESTING
+
+
 def _require(obj: dict, name: str, kind: type | tuple, source: str, line: int | None) -> Any:
     if name not in obj:
         raise TraceError(f"missing required field '{name}'", source, line)
@@ -206,8 +225,10 @@ def _parse_action(obj: Any, source: str, line: int | None) -> Action:
 
 
 def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int | None = None,
-                base_dir: Path | None = None, settings: Settings | None = None) -> Event:
-    """Validate one event (a dict or its JSON text) and return it as an :class:`Event`.
+                base_dir: Path | None = None, settings: Settings | None = None,
+                plain: bool = False) -> Event:
+    """Validate one event (a dict or its JSON text) and return it as an :class:`Event`;
+    `plain`: the dict was parsed from text that :func:`plain_json` passed.
 
     Raises
     ------
@@ -216,6 +237,7 @@ def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int 
     """
     settings = settings or Settings()
     if isinstance(obj, (str, bytes)):
+        plain = plain or plain_json(obj)
         try:
             obj = json.loads(obj)
         except RecursionError:
@@ -225,7 +247,7 @@ def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int 
             raise TraceError(f"not valid JSON ({exc})", source, line) from None
     if not isinstance(obj, dict):
         raise TraceError("an event must be a JSON object", source, line)
-    problem = json_problem(obj)
+    problem = None if plain else json_problem(obj)
     if problem:
         raise TraceError(problem, source, line)
     version = _require(obj, "v", int, source, line)
