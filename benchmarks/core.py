@@ -6,14 +6,20 @@
    training runs of coding-dev, repeated under new run ids past the eight there are;
    goal: 32 runs in under 5 s);
 2. validation cost per screenshot frame / PNG decode cost per frame (goal <= 1.5);
-3. state lookup cost as the model grows from 10 to 10,000 states (BK-tree + inverted
+3. judging cost per event (the matcher fed each test run of the four dev sets and the
+   stream benchmark's examples/jupyter runs: fingerprints, candidates, tiers, milestones)
+   / json.loads of the same event's line, per task: the first pass, and the median of
+   three more (the lines of a task's runs already seen, as in a running worker);
+4. state lookup cost as the model grows from 10 to 10,000 states (BK-tree + inverted
    index), against a linear scan of the same states.
 """
 from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import random
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,7 +36,9 @@ from trustlayer.observe.templates import Profile
 from trustlayer.observe.traces import read_runs
 from trustlayer.settings import Settings
 
-ROOT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "shared" / "traces"
+REPO = Path(__file__).resolve().parents[1]
+ROOT = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "traces"
+DEV_SETS = ("jupyter-dev", "datasette-dev", "coding-dev", "coding-dev2")
 
 
 def bench_learn() -> dict[str, Model]:
@@ -76,6 +84,43 @@ def bench_validation(model: Model) -> None:
           f"{decode * 1e3:.2f} ms = {validate / decode:.2f} (goal <= 1.5)")
 
 
+def _tasks(root: Path) -> list[Path]:
+    """`root` if it holds train/ and test/, else its folders that do (one per task)."""
+    if (root / "train").is_dir():
+        return [root]
+    return sorted(d for d in root.iterdir() if (d / "train").is_dir())
+
+
+def bench_judging() -> None:
+    tasks = [(name, task) for name in DEV_SETS for task in _tasks(ROOT / name)]
+    tasks.append(("stream examples", REPO / "examples" / "jupyter"))
+    clock = time.process_time  # CPU time, interleaved: the machine may be shared
+    judged = loaded = 0.0
+    for name, task in tasks:
+        model = learn(read_runs([task / "train"]))
+        lines = [line for path in sorted((task / "test").glob("*.jsonl"))
+                 for line in path.read_text().splitlines() if line.strip()]
+        passes = []
+        for _ in range(4):
+            runs = read_runs([task / "test"])  # fresh: undecoded images, no fingerprints
+            start = clock()
+            for run in runs:
+                judge_run(model, run)
+            judge = clock() - start
+            start = clock()
+            for _ in range(3):
+                for line in lines:
+                    json.loads(line)
+            passes.append((judge, (clock() - start) / 3))
+        judge, loads = (statistics.median(times) for times in zip(*passes[1:]))
+        judged, loaded = judged + judge, loaded + loads
+        first = passes[0][0] / passes[0][1]
+        print(f"judging {name} {task.name}: {judge / len(lines) * 1e6:4.0f} us per event / "
+              f"json.loads {loads / len(lines) * 1e6:4.1f} us = {judge / loads:5.1f} "
+              f"(first pass {first:5.1f})")
+    print(f"judging per event / json.loads of the same event, all tasks: {judged / loaded:.1f}")
+
+
 def synthetic_model(size: int, rng: random.Random) -> Model:
     states = {}
     for n in range(size):
@@ -110,4 +155,5 @@ if __name__ == "__main__":
     models = bench_learn()
     bench_learn_scaling()
     bench_validation(models["jupyter-dev"])
+    bench_judging()
     bench_lookup()
