@@ -60,6 +60,15 @@ def test_a_run_must_end_where_successful_runs_end():
     assert status.verdict == "fail" and "not where successful runs end" in status.reason
 
 
+def test_the_page_every_successful_run_started_on_is_a_habit_when_they_left_it():
+    table, search, result = "Table\nrow 1\nrow 2", "Table\nSearch: 8", "Result\nSearch: 8\nrow 8"
+    model = learn([run(f"train-{n}", [table, search, result]) for n in range(3)])
+    [start] = [sid for sid in model.essential if "X|row 1" in model.states[sid].profile.templates]
+    assert start in model.incidental
+    status = judge_run(model, run("elsewhere", [search, result]))
+    assert status.verdict == "pass" and model.name(start) in status.warnings[0]
+
+
 START_TREE = {"lib.py": "11", "notes.md": "22", "test_lib.py": "33"}
 
 

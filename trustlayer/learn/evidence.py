@@ -103,12 +103,15 @@ def _place(step: Step) -> frozenset[str]:
 def _lasting_additions(path: Path) -> list[bool]:
     """For each step of a run: whether it added something still there in the run's last
     state, at the same place (title and URL) as the last state: what a page showed is
-    not carried to another page (the first step always counts)."""
+    not carried to another page. The first step adds all it shows: a page a run started
+    on counts only if the run ended there (runs start on other pages too)."""
     last_step = path[-1][1]
     last, last_place = content_lines(last_step.fingerprint.lines), _place(last_step)
-    lasting = [True]
-    for (_, before), (_, here) in zip(path, path[1:]):
-        added = content_lines(here.fingerprint.lines) - content_lines(before.fingerprint.lines)
+    lasting = []
+    previous: frozenset[str] = frozenset()
+    for _, here in path:
+        added = content_lines(here.fingerprint.lines) - previous
+        previous = content_lines(here.fingerprint.lines)
         lasting.append(_place(here) == last_place and bool(added & last))
     return lasting
 
