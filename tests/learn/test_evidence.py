@@ -69,6 +69,42 @@ def test_the_page_every_successful_run_started_on_is_a_habit_when_they_left_it()
     assert status.verdict == "pass" and model.name(start) in status.warnings[0]
 
 
+def screens_run(run_id: str, steps: list[tuple[str | None, str]]):
+    """A run of `(action target or None when the screen changed on its own, screen)`."""
+    events = []
+    for target, text in steps:
+        if target:
+            events.append({"kind": "action", "action": {"type": "click", "target": target}})
+        events.append({"kind": "state", "observation": {"text": text}})
+    events.append({"kind": "end", "outcome": "success"})
+    for seq, event in enumerate(events):
+        event.update(v=1, run_id=run_id, task="gen-task", seq=seq, ts=1000.0 + seq)
+    return as_run(events)
+
+
+def test_what_the_product_showed_on_its_own_is_no_lasting_step():
+    # every successful run happened to get a news toast on the home screen; some kept it
+    toast = "Would you like news?\nYes\nNo"
+    home, form = "Home\nFiles", "Home\nFiles\nName: report"
+    saved = f"{form}\nreport saved"
+    kept = [[(None, "Loading"), (None, f"{home}\n{toast}"), ("new", f"{form}\n{toast}"),
+             ("save", f"{saved}\n{toast}")]]
+    dismissed = [[(None, "Loading"), (None, f"{home}\n{toast}"), ("No", home), ("new", form),
+                  ("save", saved)]]
+    training = [screens_run(f"train-{n}", steps) for n, steps in enumerate(kept * 2 + dismissed * 2)]
+    model = learn(training)
+    [with_toast] = [sid for sid in model.essential
+                    if "X|Files" in model.states[sid].profile.templates
+                    and "X|Name : report" not in model.states[sid].profile.templates
+                    and "X|report saved" not in model.states[sid].profile.templates]
+    assert with_toast in model.incidental
+    quiet = screens_run("no news", [(None, "Loading"), (None, home), ("new", form),
+                                    ("save", saved)])
+    assert judge_run(model, quiet).verdict == "pass"
+    unsaved = screens_run("unsaved", [(None, "Loading"), (None, home), ("new", form)])
+    assert judge_run(model, unsaved).verdict == "fail"
+
+
 START_TREE = {"lib.py": "11", "notes.md": "22", "test_lib.py": "33"}
 
 

@@ -25,10 +25,9 @@ from typing import Any, Sequence
 from trustlayer.graph_marks import SUCCESS
 from trustlayer.judge.phases import where
 from trustlayer.model import Model
-from trustlayer.observe.steps import NO_ACTION
+from trustlayer.observe.steps import NO_ACTION, PASSIVE
 
 PRODUCT_BUG, AGENT_ERROR = "product_bug", "agent_error"
-PASSIVE = ("wait:", "scroll:")  # actions that only wait or look: the product stays as it is
 
 
 def _shown(model: Model, entries: Sequence[dict[str, Any]]) -> str:

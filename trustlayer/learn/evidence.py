@@ -8,7 +8,8 @@ Each read from the training data, never from rules about one application:
 * **incidental milestones**: essential states that, in every successful run, left no
   trace and were stale by the end. No trace: what the state added (a tool's output, a
   status line, a file's text read, a page left for another) is not in the run's last
-  state at the same place (title and URL). Stale: the run changed something lasting
+  state at the same place (title and URL), or the product showed it on its own (a
+  screen loaded, a news toast left open: not the agent's work). Stale: the run changed something lasting
   after it (a file written, text typed, a filter applied), so what it showed was about
   a world that no longer is (a bug reproduced before the fix, a baseline test run, a
   cursor position before typing, the table before filtering). Successful runs merely
@@ -36,7 +37,7 @@ from typing import Mapping, Sequence
 
 from trustlayer.observe.canonical import PLACE_PREFIXES, content_lines
 from trustlayer.observe.context import context_lines
-from trustlayer.observe.steps import Step
+from trustlayer.observe.steps import Step, by_agent
 from trustlayer.observe.templates import WILDCARD, template_form
 from trustlayer.observe.traces import Action, Observation, Run
 
@@ -101,10 +102,11 @@ def _place(step: Step) -> frozenset[str]:
 
 
 def _lasting_additions(path: Path) -> list[bool]:
-    """For each step of a run: whether it added something still there in the run's last
-    state, at the same place (title and URL) as the last state: what a page showed is
-    not carried to another page. The first step adds all it shows: a page a run started
-    on counts only if the run ended there (runs start on other pages too)."""
+    """For each step of a run: whether the agent's action added something still there in
+    the run's last state, at the same place (title and URL) as the last state: what a
+    page showed is not carried to another page, and what the product showed on its own
+    (a page loading, a news toast left open) is not the agent's work. The first step adds
+    all it shows: a page a run started on counts only if the run ended there."""
     last_step = path[-1][1]
     last, last_place = content_lines(last_step.fingerprint.lines), _place(last_step)
     lasting = []
@@ -112,7 +114,7 @@ def _lasting_additions(path: Path) -> list[bool]:
     for _, here in path:
         added = content_lines(here.fingerprint.lines) - previous
         previous = content_lines(here.fingerprint.lines)
-        lasting.append(_place(here) == last_place and bool(added & last))
+        lasting.append(by_agent(here) and _place(here) == last_place and bool(added & last))
     return lasting
 
 

@@ -10,6 +10,8 @@ from trustlayer.observe.traces import Action, Event, Run
 from trustlayer.settings import Settings
 
 NO_ACTION = "(none)"
+#: action signatures that only wait or look: the product stays as it is
+PASSIVE = ("wait:", "scroll:")
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,12 @@ def action_signatures(step: Step) -> list[str]:
     """How a step was reached: its actions' signatures, or [NO_ACTION] when the screen
     changed on its own."""
     return [action.signature() for action in step.actions] or [NO_ACTION]
+
+
+def by_agent(step: Step) -> bool:
+    """Whether the agent did something that led to `step` (not only waiting or looking:
+    else the product changed the screen on its own)."""
+    return any(not action.signature().startswith(PASSIVE) for action in step.actions)
 
 
 class StepBuilder:
