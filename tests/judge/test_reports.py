@@ -47,3 +47,23 @@ def test_a_report_in_new_words_fails_however_asked():
     model = learn(TRAINING)
     status = judge_run(model, run("red", "pytest -q tests/test_parser.py", "8 passed, 1 failed"))
     assert status.verdict == "fail"
+
+
+def reports(run_id: str, commands: list[str]):
+    """Fix lib.py, then run each test command (successful runs ran their own file's tests,
+    then the whole suite)."""
+    fixed = {"lib.py": "f" * 64}
+    counts = {"pytest -q tests/test_parser.py": 9, "pytest -q": 45}
+    steps = [("", "", "Task: fix the parser bug", {"lib.py": "0" * 64}),
+             ("edit_file", "", "Edited lib.py", fixed)]
+    steps += [("run_tests", command, f"$ {command}\n........ [100%]\n{counts[command]} passed in "
+               "0.52s\n[exit code 0]", fixed) for command in commands]
+    return tool_run(run_id, steps + [("", "", "[session closed]", fixed)])
+
+
+def test_one_report_meets_the_reports_successful_runs_made_one_after_another():
+    both = ["pytest -q tests/test_parser.py", "pytest -q"]
+    model = learn([reports(f"train-{n}", both) for n in range(3)])
+    assert len([s for s in model.essential if s in model.transient]) == 2
+    assert judge_run(model, reports("whole suite only", both[1:])).verdict == "pass"
+    assert judge_run(model, reports("no report", [])).verdict == "fail"

@@ -167,6 +167,11 @@ class Matcher:
             if essential[target] in ids:
                 self.matched_at[essential[target]] = seq
                 self.position = target + 1
+                # one report meets the reports successful runs made one after another
+                while self.position < len(essential) and essential[self.position] in ids \
+                        and {essential[target], essential[self.position]} <= set(self.model.transient):
+                    self.matched_at[essential[self.position]] = seq
+                    self.position += 1
                 self.status.warnings = []
                 break
             if essential[target] not in soft:
