@@ -1,0 +1,241 @@
+"""What the streaming benchmarks measure, each in its own run: events/s of workers over
+events published beforehand (and of a do-nothing Faust agent and a plain aiokafka loop on
+the same broker: the ceilings), publish -> verdict latency at a fixed load, and the
+processor's cost per screenshot event against a PNG decode (no broker)."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+from PIL import Image
+
+# the benchmark modules put the repository on sys.path for the imports below them
+from stream_workloads import (EXAMPLES, FETCH, PARTITIONS, events_processed, produce,
+                              start_worker, tree_cpu, wait_ready)
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+from stream.config import WorkerSettings
+from stream.processes import free_port, stop_process
+from stream.processor import StreamProcessor
+from stream.records import DictStore, Source
+from stream.registry import ModelRegistry
+from stream.replay import read_events
+from stream.replay import round_robin as interleave
+from stream.topics import ensure_topics, topic_names
+from trustlayer.learn.learner import learn
+from trustlayer.observe.traces import run_of_events
+
+FLEET_AGENTS = 24  # runners publishing at once in the latency runs
+
+NOTHING_APP = textwrap.dedent('''
+    import os, sys, time
+    import faust
+
+    app = faust.App(os.environ["APP_ID"], broker="kafka://" + os.environ["BOOTSTRAP"],
+                    store="memory://", autodiscover=False, web_enabled=False,
+                    processing_guarantee="at_least_once", consumer_auto_offset_reset="earliest",
+                    consumer_max_fetch_size=int(os.environ["FETCH"]), broker_commit_interval=1.0,
+                    stream_recovery_delay=0.05, stream_wait_empty=False)
+    topic = app.topic(os.environ["TOPIC"], key_type=bytes, value_type=bytes,
+                      key_serializer="raw", value_serializer="raw")
+    N = int(os.environ["N"])
+    seen = {"n": 0, "t0": None}
+
+    @app.agent(topic)
+    async def nothing(stream):
+        async for batch in stream.take_events(500, within=0.005):
+            if seen["t0"] is None:
+                seen["t0"], seen["first"] = time.time(), len(batch)
+            seen["n"] += len(batch)
+            if seen["n"] >= N:
+                print(f"DONE {seen['n'] - seen['first']} {seen['t0']} {time.time()}", flush=True)
+
+    if __name__ == "__main__":
+        faust.Worker(app, loglevel="warning", quiet=True, stdout=sys.stderr,
+                     redirect_stdouts=False).execute_from_commandline()
+''')
+
+
+async def plain_loop(bootstrap: str, topic: str, out_topic: str, n: int) -> float:
+    """Events/s of a plain aiokafka loop that json-decodes each event and produces one
+    small record for it (awaiting each fetched batch's records, as at-least-once would)."""
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
+                                auto_offset_reset="earliest", enable_auto_commit=False,
+                                max_partition_fetch_bytes=FETCH)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
+    await consumer.start()
+    await producer.start()
+    count, t0 = 0, None
+    try:
+        while count < n:
+            batches = await consumer.getmany(timeout_ms=500, max_records=500)
+            sent = []
+            for records in batches.values():
+                if t0 is None and records:
+                    t0, first = time.perf_counter(), len(records)
+                for record in records:
+                    event = json.loads(record.value)
+                    sent.append(await producer.send(out_topic, key=record.key, value=json.dumps(
+                        {"run_id": event["run_id"], "seq": event["seq"]}).encode()))
+                count += len(records)
+            await asyncio.gather(*sent)
+        return (count - first) / (time.perf_counter() - t0)
+    finally:
+        await consumer.stop()
+        await producer.stop()
+
+
+def worker_throughput(kafka, models: Path, events: list[dict], workers: int,
+                      work: Path) -> tuple[float, list[float]]:
+    """Events/s of `workers` workers over `events` published beforehand (startup excluded),
+    and the CPU each used meanwhile (seconds per second)."""
+    prefix = f"bt-{uuid.uuid4().hex[:6]}"
+    ensure_topics(kafka.bootstrap, topic_names(prefix), PARTITIONS)
+    asyncio.run(produce(kafka.bootstrap, topic_names(prefix).events, events))
+    ports = [free_port() for _ in range(workers)]
+    app_id = f"bench-{uuid.uuid4().hex[:6]}"
+    procs = [start_worker(kafka.bootstrap, prefix, app_id, models, port, work / f"w{i}.log")
+             for i, port in enumerate(ports)]
+    try:
+        for proc in procs:
+            wait_ready(proc)
+        t0 = first = None
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            done = events_processed(ports)
+            if t0 is None and done > 0:
+                t0, first = time.perf_counter(), done
+                cpu0 = [tree_cpu(proc.proc.pid) for proc in procs]
+            if done >= len(events):
+                wall = time.perf_counter() - t0
+                cpu = [(tree_cpu(proc.proc.pid) - c) / wall for proc, c in zip(procs, cpu0)]
+                return (done - first) / wall, cpu
+            time.sleep(0.1)
+        raise RuntimeError(f"only {events_processed(ports)} of {len(events)} events processed")
+    finally:
+        for proc in procs:
+            proc.stop(20)
+
+
+def nothing_throughput(kafka, topic: str, n: int, work: Path) -> float:
+    script = work / "nothing_app.py"
+    script.write_text(NOTHING_APP)
+    env = dict(os.environ, APP_ID=f"nothing-{uuid.uuid4().hex[:6]}", BOOTSTRAP=kafka.bootstrap,
+               TOPIC=topic, N=str(n), FETCH=str(FETCH))
+    proc = subprocess.Popen([sys.executable, str(script), "worker"], env=env, cwd=work,
+                            stdout=subprocess.PIPE, stderr=open(work / "nothing.log", "ab"), text=True)
+    try:
+        for line in proc.stdout:
+            if line.startswith("DONE"):
+                _, count, t0, t1 = line.split()
+                return int(count) / (float(t1) - float(t0))
+        raise RuntimeError("the do-nothing agent exited")
+    finally:
+        stop_process(proc, 20)
+
+
+def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: int,
+            work: Path, warmup: list[list[dict]]) -> tuple[float, float, int]:
+    """p50, p99 (ms) from publishing an event to receiving the verdict it caused, in a
+    steady state: the `warmup` runs go through first (unmeasured), then `runs` come from a
+    fleet of FLEET_AGENTS runners at `rate` events/s."""
+    prefix = f"bl-{uuid.uuid4().hex[:6]}"
+    topics = topic_names(prefix)
+    ensure_topics(kafka.bootstrap, topics)
+    app_id = f"lat-{uuid.uuid4().hex[:6]}"
+    procs = [start_worker(kafka.bootstrap, prefix, app_id, models, 0, work / f"l{i}.log")
+             for i in range(workers)]
+    sent_at: dict = {}
+    samples: list[float] = []
+
+    async def until_final(consumer: AIOKafkaConsumer, run_ids: set[str],
+                          publisher: asyncio.Task | None = None) -> None:
+        finals: set[str] = set()
+        while not run_ids <= finals:
+            batches = await consumer.getmany(timeout_ms=1000)
+            now = time.time()
+            for records in batches.values():
+                for record in records:
+                    verdict = json.loads(record.value)
+                    if verdict["final"]:
+                        finals.add(verdict["run_id"])
+                    # event_ts: the ts of the event that caused the verdict (a "running"
+                    # after an early warning comes from a later event than the run's first)
+                    cause = (verdict["run_id"], verdict["event_ts"])
+                    if cause in sent_at:
+                        samples.append(now - sent_at[cause])
+            if not batches and publisher is not None and publisher.done() \
+                    and publisher.exception():
+                raise publisher.exception()
+
+    async def go() -> None:
+        consumer = AIOKafkaConsumer(topics.verdicts, bootstrap_servers=kafka.bootstrap,
+                                    group_id=None, auto_offset_reset="latest")
+        await consumer.start()
+        await asyncio.sleep(1.0)
+        try:
+            await produce(kafka.bootstrap, topics.events, interleave(warmup))
+            await until_final(consumer, {run[0]["run_id"] for run in warmup})
+            publisher = asyncio.create_task(produce(kafka.bootstrap, topics.events,
+                                                    interleave(runs, FLEET_AGENTS), rate, sent_at))
+            try:
+                await until_final(consumer, {run[0]["run_id"] for run in runs}, publisher)
+            finally:
+                await publisher
+        finally:
+            await consumer.stop()
+
+    try:
+        for proc in procs:
+            wait_ready(proc)
+        if workers > 1:
+            time.sleep(2.0)  # the group settles
+        asyncio.run(go())
+    finally:
+        for proc in procs:
+            proc.stop(20)
+    samples.sort()
+    quantile = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))] * 1000
+    return quantile(0.5), quantile(0.99), len(samples)
+
+
+def processing_cost(registry: ModelRegistry, runs: list[list[dict]]) -> float:
+    """Seconds the worker's processor takes for the records of `runs`."""
+    records = [(e["run_id"].encode(), json.dumps(e).encode(), Source(0, i, time.time()))
+               for i, e in enumerate(interleave(runs))]
+    processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
+    start = time.perf_counter()
+    processor.process_batch(records)
+    processor.flush()
+    return time.perf_counter() - start
+
+
+def screenshot_cost() -> tuple[float, float, float]:
+    """(ms per screenshot state event in the processor, the same with the screenshots
+    fingerprinted by the runner, ms per PNG decode)."""
+    train = [[e for e in run] for run in read_events([EXAMPLES / "train"])]
+    model = learn([run_of_events(r) for r in train])
+    registry = ModelRegistry()
+    registry.add(model)
+    test = read_events([EXAMPLES / "test"])
+    frames = [base64.b64decode(e["observation"]["screenshot"].split(",", 1)[1])
+              for run in test for e in run if e["kind"] == "state"
+              and e["observation"].get("screenshot")]
+    start = time.perf_counter()
+    for data in frames:
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+    decode = (time.perf_counter() - start) / len(frames)
+    per_event = processing_cost(registry, test) / len(frames)
+    printed = processing_cost(registry, read_events([EXAMPLES / "test"], "fingerprint"))
+    return per_event * 1000, printed / len(frames) * 1000, decode * 1000
