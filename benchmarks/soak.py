@@ -33,14 +33,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from aiokafka import AIOKafkaProducer  # noqa: E402
 from streamkit import CpuHogs, child_pids, read_topic  # noqa: E402
 
 from stream.broker import EmbeddedKafka  # noqa: E402
 from stream.topics import topic_names  # noqa: E402
 from stream.demo import WorkerProcess, learn_models  # noqa: E402
 from stream.replay import read_events, round_robin  # noqa: E402
-from stream.topics import MAX_MESSAGE_BYTES, ensure_topics  # noqa: E402
+from stream import kafka as clients  # noqa: E402
+from stream.topics import ensure_topics  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "jupyter"
 TRUSTLAYER = [sys.executable, "-m", "trustlayer.cli"]
@@ -79,8 +79,7 @@ async def publish_through_faults(bootstrap: str, topic: str, events: list[dict],
                                  rate: float) -> int:
     """Publish `events` at `rate` per second, sending again whatever a broker outage made
     fail (the worker ignores duplicates); return how many were sent again."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5,
-                                max_request_size=MAX_MESSAGE_BYTES, request_timeout_ms=10000)
+    producer = clients.producer(bootstrap, linger_ms=5, request_timeout_ms=10000)
     await producer.start()
     loop = asyncio.get_running_loop()
     started, resent = loop.time(), 0

@@ -19,11 +19,12 @@ from pathlib import Path
 from PIL import Image
 
 # the benchmark modules put the repository on sys.path for the imports below them
-from stream_workloads import (EXAMPLES, FETCH, PARTITIONS, events_processed, produce,
-                              start_worker, tree_cpu, wait_ready)
+from stream_workloads import (EXAMPLES, PARTITIONS, events_processed, produce, start_worker,
+                              tree_cpu, wait_ready)
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer
 
+from stream import kafka as clients
 from stream.config import WorkerSettings
 from stream.processes import free_port, stop_process
 from stream.processor import StreamProcessor
@@ -69,10 +70,8 @@ NOTHING_APP = textwrap.dedent('''
 async def plain_loop(bootstrap: str, topic: str, out_topic: str, n: int) -> float:
     """Events/s of a plain aiokafka loop that json-decodes each event and produces one
     small record for it (awaiting each fetched batch's records, as at-least-once would)."""
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
-                                auto_offset_reset="earliest", enable_auto_commit=False,
-                                max_partition_fetch_bytes=FETCH)
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
+    consumer = clients.consumer(bootstrap, topic, auto_offset_reset="earliest")
+    producer = clients.producer(bootstrap, linger_ms=0)
     await consumer.start()
     await producer.start()
     count, t0 = 0, None
@@ -131,7 +130,7 @@ def nothing_throughput(kafka, topic: str, n: int, work: Path) -> float:
     script = work / "nothing_app.py"
     script.write_text(NOTHING_APP)
     env = dict(os.environ, APP_ID=f"nothing-{uuid.uuid4().hex[:6]}", BOOTSTRAP=kafka.bootstrap,
-               TOPIC=topic, N=str(n), FETCH=str(FETCH))
+               TOPIC=topic, N=str(n), FETCH=str(clients.MAX_REQUEST_BYTES))
     proc = subprocess.Popen([sys.executable, str(script), "worker"], env=env, cwd=work,
                             stdout=subprocess.PIPE, stderr=open(work / "nothing.log", "ab"), text=True)
     try:
@@ -179,8 +178,7 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
                 raise publisher.exception()
 
     async def go() -> None:
-        consumer = AIOKafkaConsumer(topics.verdicts, bootstrap_servers=kafka.bootstrap,
-                                    group_id=None, auto_offset_reset="latest")
+        consumer = clients.consumer(kafka.bootstrap, topics.verdicts, auto_offset_reset="latest")
         await consumer.start()
         await asyncio.sleep(1.0)
         try:

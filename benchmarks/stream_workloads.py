@@ -16,13 +16,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from aiokafka import AIOKafkaProducer  # noqa: E402
-
+from stream import kafka as clients  # noqa: E402
 from stream.demo import WorkerProcess  # noqa: E402
-from stream.topics import MAX_MESSAGE_BYTES  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "jupyter"
-FETCH = MAX_MESSAGE_BYTES + 2 ** 20
 PARTITIONS = 4  # of the events topic: up to 4 workers share the load
 
 
@@ -48,7 +45,7 @@ def copies(runs: list[list[dict]], count: int, tag: str) -> list[list[dict]]:
 async def produce(bootstrap: str, topic: str, events: list[dict], rate: float | None = None,
                   sent_at: dict | None = None) -> float:
     """Publish `events` (paced at `rate` per second if given); return the seconds taken."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, max_request_size=FETCH, linger_ms=0 if rate else 5)
+    producer = clients.producer(bootstrap, linger_ms=0 if rate else 5)
     await producer.start()
     loop = asyncio.get_running_loop()
     t0 = loop.time()

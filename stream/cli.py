@@ -21,7 +21,7 @@ from typing import Callable
 from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK
 
 from stream.console import follow, verdict_line
-from stream.topics import MAX_MESSAGE_BYTES, topic_names
+from stream.topics import topic_names
 
 DEFAULT_BROKER = "127.0.0.1:9092"
 REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "jupyter"
@@ -137,26 +137,17 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
 # -- models ---------------------------------------------------------------------------------
 async def read_models(bootstrap: str, topic: str):
     """A registry with every model version still in `topic` (read to its end)."""
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-
-    from stream.kafka import topic_partitions
+    from stream import kafka
     from stream.deadletter import Rejected
     from stream.registry import ModelRegistry
     from stream.signing import model_key, verified_model
 
     registry, key = ModelRegistry(), model_key()
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-                                max_partition_fetch_bytes=MAX_MESSAGE_BYTES + 2 ** 20)
-    await consumer.start()
-    try:
-        count = await topic_partitions(bootstrap, topic)
-        if not count:
+    async with kafka.consumer(bootstrap) as consumer:
+        end = await kafka.assign_all(consumer, bootstrap, topic)
+        if end is None:
             return registry
-        tps = [TopicPartition(topic, p) for p in range(count)]
-        consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
-        end = await consumer.end_offsets(tps)
-        while any([await consumer.position(tp) < end[tp] for tp in tps]):
+        while any([await consumer.position(tp) < end[tp] for tp in end]):
             for records in (await consumer.getmany(timeout_ms=500)).values():
                 for record in records:
                     try:
@@ -164,26 +155,18 @@ async def read_models(bootstrap: str, topic: str):
                     except Rejected as exc:
                         print(f"trustlayer models: refused ({exc.reason}): {exc.message[:300]}",
                               file=sys.stderr)
-    finally:
-        await consumer.stop()
     return registry
 
 
 async def publish_model(bootstrap: str, topic: str, model) -> None:
-    from aiokafka import AIOKafkaProducer
-
+    from stream import kafka
     from stream.registry import encode_model
     from stream.signing import model_key, signed_headers
 
     value = encode_model(model)
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                                max_request_size=MAX_MESSAGE_BYTES + 2 ** 20)
-    await producer.start()
-    try:
+    async with kafka.producer(bootstrap) as producer:
         await producer.send_and_wait(topic, key=model.task.encode(), value=value,
                                      headers=signed_headers(value, model_key()))
-    finally:
-        await producer.stop()
 
 
 @needs_broker("models history")

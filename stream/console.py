@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from stream.topics import MAX_MESSAGE_BYTES
+from stream import kafka
 
 
 def verdict_line(record: dict[str, Any]) -> str:
@@ -25,12 +25,8 @@ def verdict_line(record: dict[str, Any]) -> str:
 
 async def follow(bootstrap: str, topic: str, from_beginning: bool = True, group: str | None = None):
     """Yield the JSON values of `topic` as they arrive."""
-    from aiokafka import AIOKafkaConsumer
-
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
-                                auto_offset_reset="earliest" if from_beginning else "latest",
-                                enable_auto_commit=group is not None,
-                                max_partition_fetch_bytes=MAX_MESSAGE_BYTES + 2 ** 20)
+    consumer = kafka.consumer(bootstrap, topic, group=group,
+                              auto_offset_reset="earliest" if from_beginning else "latest")
     await consumer.start()
     try:
         async for message in consumer:

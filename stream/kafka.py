@@ -1,21 +1,23 @@
 """The streaming service's Kafka clients, made in one place so that what must agree does:
-a producer sends requests as large as the largest record a topic takes
-(:data:`~stream.topics.MAX_MESSAGE_BYTES`, inline screenshots) plus overhead, and a
-consumer fetches records as large.
+the topics take records as large as :data:`MAX_MESSAGE_BYTES` (inline screenshots), a
+producer sends requests that large plus overhead, and a consumer fetches records as large.
 
-:func:`consumer`, :func:`producer` and :func:`admin` make the clients (not started);
+:func:`consumer` and :func:`producer` make the clients (not started; ``async with`` starts
+and stops them), :func:`admin` a started admin client for an ``async with`` block;
 :func:`topic_partitions` and :func:`committed_offsets` ask the cluster; :func:`assign_all`
 puts a consumer at the start of every partition of a topic.
 """
 from __future__ import annotations
 
-from typing import Any
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from stream.topics import MAX_MESSAGE_BYTES
-
+#: Largest record the events/DLQ topics accept (inline screenshots). Set per topic so that a
+#: broker with the stock 1 MB ``message.max.bytes`` (e.g. docker-compose) still takes them.
+MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 #: Largest request a producer sends and largest record a consumer fetches per partition:
 #: a record at the topics' limit plus room for its batch and request headers.
 MAX_REQUEST_BYTES = MAX_MESSAGE_BYTES + 1024 * 1024
@@ -36,31 +38,29 @@ def producer(bootstrap: str, **options: Any) -> AIOKafkaProducer:
     return AIOKafkaProducer(bootstrap_servers=bootstrap, **{**settings, **options})
 
 
-def admin(bootstrap: str, **options: Any) -> AIOKafkaAdminClient:
-    """An admin client of the cluster at `bootstrap`."""
-    return AIOKafkaAdminClient(bootstrap_servers=bootstrap, **options)
+@asynccontextmanager
+async def admin(bootstrap: str, **options: Any) -> AsyncIterator[AIOKafkaAdminClient]:
+    """A started admin client of the cluster at `bootstrap`, closed after the block."""
+    client = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **options)
+    await client.start()
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 async def topic_partitions(bootstrap: str, topic: str) -> int | None:
     """How many partitions `topic` has (None if it does not exist)."""
-    client = admin(bootstrap)
-    await client.start()
-    try:
+    async with admin(bootstrap) as client:
         [desc] = await client.describe_topics([topic])
-        return len(desc["partitions"]) if desc.get("error_code") == 0 else None
-    finally:
-        await client.close()
+    return len(desc["partitions"]) if desc.get("error_code") == 0 else None
 
 
 async def committed_offsets(bootstrap: str, group: str,
                             tps: list[TopicPartition]) -> dict[TopicPartition, int]:
     """The offsets `group` committed for `tps` (those it committed none for are left out)."""
-    client = admin(bootstrap)
-    await client.start()
-    try:
+    async with admin(bootstrap) as client:
         committed = await client.list_consumer_group_offsets(group, partitions=tps)
-    finally:
-        await client.close()
     return {tp: committed[tp].offset for tp in tps if tp in committed and committed[tp].offset >= 0}
 
 

@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 from trustlayer.observe.runner_prints import fingerprint_screenshots
 from trustlayer.observe.traces import read_run, trace_files
 
-from stream.topics import MAX_MESSAGE_BYTES
+from stream import kafka
 
 
 def inline_screenshot(event: dict, base_dir: Path) -> dict:
@@ -108,12 +108,9 @@ class ReplayStats:
 async def publish(bootstrap: str, topic: str, plan: Sequence[tuple[float, dict]],
                   producer=None) -> ReplayStats:
     """Publish `plan` (see :func:`schedule`) to `topic`, key = run_id, at its times."""
-    from aiokafka import AIOKafkaProducer
-
     own = producer is None
     if own:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, max_request_size=MAX_MESSAGE_BYTES,
-                                    linger_ms=2, acks="all")
+        producer = kafka.producer(bootstrap, linger_ms=2)
         await producer.start()
     loop = asyncio.get_running_loop()
     t0 = loop.time()

@@ -10,7 +10,8 @@ from typing import Any
 import faust
 
 from stream.config import WorkerConfig
-from stream.topics import MAX_MESSAGE_BYTES, RUNS_TABLE, TRAINING_TABLE
+from stream.kafka import MAX_MESSAGE_BYTES
+from stream.topics import RUNS_TABLE, TRAINING_TABLE
 
 
 def declare_tables(app: faust.App, cfg: WorkerConfig) -> tuple[Any, Any]:

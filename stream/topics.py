@@ -20,9 +20,8 @@ from typing import Mapping
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
 
-#: Largest record the events/DLQ topics accept (inline screenshots). Set per topic so that a
-#: broker with the stock 1 MB ``message.max.bytes`` (e.g. docker-compose) still takes them.
-MAX_MESSAGE_BYTES = 10 * 1024 * 1024
+from stream import kafka
+from stream.kafka import MAX_MESSAGE_BYTES
 
 
 @dataclass(frozen=True)
@@ -83,9 +82,7 @@ async def ensure_topics_async(
     Idempotent: existing topics are left as they are (also when another process creates one
     at the same time).
     """
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms)
-    await admin.start()
-    try:
+    async with kafka.admin(bootstrap, request_timeout_ms=timeout_ms) as admin:
         existing = set(await admin.list_topics())
         configs = {**topic_configs(names), **(extra or {})}
         wanted = [
@@ -114,8 +111,6 @@ async def ensure_topics_async(
             raise error(f"creating topic {name!r}: {message}")
         await _wait_for_metadata(admin, created, timeout_ms / 1000)
         return created
-    finally:
-        await admin.close()
 
 
 async def _wait_for_metadata(admin: AIOKafkaAdminClient, topics: list[str], timeout: float) -> None:

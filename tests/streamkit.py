@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "jupyter"
 TRAIN, TEST = EXAMPLES / "train", EXAMPLES / "test"
 
+from stream import kafka as clients  # noqa: E402
 from stream.processes import free_port, stop_process  # noqa: E402
 from stream.replay import read_events  # noqa: E402
 from stream.replay import round_robin as interleave  # noqa: E402,F401 (for the tests)
@@ -207,12 +208,8 @@ class Worker:
 def read_topic(bootstrap: str, topic: str, until: Callable[[list], bool], timeout: float = 60,
                decode: Callable = json.loads) -> list:
     """Values of `topic` from its start until `until(values)` or `timeout` seconds."""
-    from aiokafka import AIOKafkaConsumer
-
     async def run() -> list:
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
-                                    auto_offset_reset="earliest", enable_auto_commit=False,
-                                    max_partition_fetch_bytes=16 * 2 ** 20)
+        consumer = clients.consumer(bootstrap, topic, auto_offset_reset="earliest")
         await consumer.start()
         values: list = []
         loop = asyncio.get_running_loop()
@@ -248,15 +245,9 @@ def await_topic(bootstrap: str, topic: str, until: Callable[[list], bool], *work
 def await_committed(bootstrap: str, group: str, topic: str, count: int, timeout: float = 30) -> None:
     """Wait until `group` has committed `count` records of `topic` (a fresh topic): the
     worker commits an offset only once the runs its record changed are written."""
-    from aiokafka.admin import AIOKafkaAdminClient
-
     async def committed() -> int:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
+        async with clients.admin(bootstrap) as admin:
             offsets = await admin.list_consumer_group_offsets(group)
-        finally:
-            await admin.close()
         return sum(meta.offset for tp, meta in offsets.items() if tp.topic == topic)
 
     deadline = time.monotonic() + timeout
@@ -266,17 +257,10 @@ def await_committed(bootstrap: str, group: str, topic: str, count: int, timeout:
 
 
 def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes]]) -> None:
-    from aiokafka import AIOKafkaProducer
-
     async def run() -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                                    max_request_size=12 * 2 ** 20, linger_ms=2)
-        await producer.start()
-        try:
+        async with clients.producer(bootstrap, linger_ms=2) as producer:
             futures = [await producer.send(topic, key=k, value=v) for k, v in records]
             await asyncio.gather(*futures)
-        finally:
-            await producer.stop()
 
     asyncio.run(run())
 

@@ -8,11 +8,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka import TopicPartition
+from aiokafka.admin import NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from stream import broker as broker_mod
+from stream import kafka as clients
 from stream.broker import EmbeddedKafka, KafkaLibsMissing
 from stream.probe import broker_ready
 from stream.topics import TopicNames, ensure_topics, ensure_topics_async
@@ -29,12 +30,8 @@ def run(coro, timeout: float = 60):
 
 
 async def create_topics(bootstrap: str, *names: str, partitions: int = 1) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
+    async with clients.admin(bootstrap) as admin:
         await admin.create_topics([NewTopic(n, partitions, 1) for n in names])
-    finally:
-        await admin.close()
 
 
 # -- the broker ---------------------------------------------------------------------------
@@ -78,9 +75,7 @@ def test_ensure_topics_creates_the_four_topics_idempotently(kafka):
     assert ensure_topics(kafka.bootstrap, names, partitions=4) == []  # already there
 
     async def check():
-        admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap)
-        await admin.start()
-        try:
+        async with clients.admin(kafka.bootstrap) as admin:
             descs = await admin.describe_topics(list(names.all()))
             assert {d["topic"]: len(d["partitions"]) for d in descs} == {n: 4 for n in names.all()}
             [resp] = await admin.describe_configs(
@@ -96,8 +91,6 @@ def test_ensure_topics_creates_the_four_topics_idempotently(kafka):
             # idempotent from a running loop too
             assert await ensure_topics_async(kafka.bootstrap, names) == []
             assert ensure_topics(kafka.bootstrap, names) == []
-        finally:
-            await admin.close()
 
     run(check())
 
@@ -116,19 +109,11 @@ def test_produce_consume_round_trip_with_1mb_values(kafka):
 
     async def go():
         await create_topics(kafka.bootstrap, topic)
-        producer = AIOKafkaProducer(
-            bootstrap_servers=kafka.bootstrap, max_request_size=10 * MB, acks="all"
-        )
-        await producer.start()
-        try:
+        async with clients.producer(kafka.bootstrap) as producer:
             for i, v in enumerate(values):
                 await producer.send_and_wait(topic, key=f"run-{i}".encode(), value=v)
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(
-            topic, bootstrap_servers=kafka.bootstrap, auto_offset_reset="earliest",
-            group_id=unique("g"), enable_auto_commit=False,
-        )
+        consumer = clients.consumer(kafka.bootstrap, topic, group=unique("g"),
+                                    auto_offset_reset="earliest", enable_auto_commit=False)
         await consumer.start()
         got = []
         try:
@@ -175,12 +160,8 @@ def test_the_broker_command_keeps_its_data_when_kafka_dies_and_starts_again_on_i
         run(create_topics(bootstrap, topic))
 
         async def produce() -> None:
-            producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
-            await producer.start()
-            try:
+            async with clients.producer(bootstrap) as producer:
                 await producer.send_and_wait(topic, key=b"run", value=b"kept across a crash")
-            finally:
-                await producer.stop()
         run(produce())
         os.kill(pid, signal.SIGKILL)  # Kafka dies; the command notices and exits
         assert proc.wait(timeout=60) == 1
@@ -194,13 +175,9 @@ def test_the_broker_command_keeps_its_data_when_kafka_dies_and_starts_again_on_i
     proc, bootstrap, pid = start_broker_command(directory)
     try:
         async def consume() -> list[bytes]:
-            consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
-                                        auto_offset_reset="earliest")
-            await consumer.start()
-            try:
+            async with clients.consumer(bootstrap, topic,
+                                        auto_offset_reset="earliest") as consumer:
                 return [(await consumer.getone()).value]
-            finally:
-                await consumer.stop()
         assert run(consume()) == [b"kept across a crash"]
     finally:
         proc.terminate()

@@ -9,9 +9,10 @@ import json
 import random
 from collections import Counter
 
+from stream import kafka as clients
 from stream.deadletter import REASONS
 from stream.replay import read_events
-from stream.topics import MAX_MESSAGE_BYTES
+from stream.kafka import MAX_MESSAGE_BYTES
 from hostile import mutate_record
 from streamkit import (TEST, Worker, all_final, batch_verdicts, example_events, produce,
                        renamed, setup, unique)
@@ -69,12 +70,8 @@ def hostile_plan(good: list[list[dict]], prefix: str, rng: random.Random):
 def collect(bootstrap: str, topics: list[str], until, timeout: float) -> dict[str, list[dict]]:
     """The JSON values of `topics` from their start, read until `until(values by topic)` or
     `timeout` seconds."""
-    from aiokafka import AIOKafkaConsumer
-
     async def run() -> dict[str, list[dict]]:
-        consumer = AIOKafkaConsumer(*topics, bootstrap_servers=bootstrap, group_id=None,
-                                    auto_offset_reset="earliest", enable_auto_commit=False,
-                                    max_partition_fetch_bytes=16 * 2 ** 20)
+        consumer = clients.consumer(bootstrap, *topics, auto_offset_reset="earliest")
         await consumer.start()
         values: dict[str, list[dict]] = {topic: [] for topic in topics}
         loop = asyncio.get_running_loop()

@@ -21,6 +21,7 @@ from streamkit import (
     unique,
 )
 
+from stream import kafka as clients
 from stream.registry import encode_model
 from stream.signing import model_key, signed_headers
 from trustlayer.judge.matcher import judge_run
@@ -30,17 +31,10 @@ from trustlayer.observe.traces import read_runs
 
 def produce_with_headers(bootstrap: str, topic: str,
                          records: list[tuple[bytes, bytes, list[tuple[str, bytes]]]]) -> None:
-    from aiokafka import AIOKafkaProducer
-
     async def run() -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                                    max_request_size=12 * 2 ** 20)
-        await producer.start()
-        try:
+        async with clients.producer(bootstrap) as producer:
             for key, value, headers in records:
                 await producer.send_and_wait(topic, key=key, value=value, headers=headers)
-        finally:
-            await producer.stop()
 
     asyncio.run(run())
 

@@ -24,7 +24,7 @@ from streamkit import (
 from stream.deadletter import REASONS, Rejected, dead_letter, decode_event
 from stream.registry import ModelRegistry
 from stream.replay import read_events
-from stream.topics import MAX_MESSAGE_BYTES
+from stream.kafka import MAX_MESSAGE_BYTES
 from stream.config import WorkerSettings
 from stream.processor import StreamProcessor
 from stream.records import DictStore, Source

@@ -39,6 +39,7 @@ from streamkit import (
     unique,
 )
 
+from stream import kafka as clients
 from stream.processes import free_port
 
 TIMER_REASONS = ("not reached within", "lasted", "events missing")
@@ -335,8 +336,6 @@ def test_a_worker_whose_topic_disappears_restarts_itself_and_counts_it(kafka, tm
     """The finished-runs topic is deleted under a running worker: its assignment leaves the
     topic out, so after --stall-restart seconds the worker stops, its supervisor starts it
     again (which creates the topic again), and trustlayer_stalls_total counts the restart."""
-    from aiokafka.admin import AIOKafkaAdminClient
-
     prefix, topics, models = setup(kafka, tmp_path)
     app_id = unique("gone")
     port = free_port()
@@ -344,12 +343,8 @@ def test_a_worker_whose_topic_disappears_restarts_itself_and_counts_it(kafka, tm
                     str(TRAIN), "--stall-restart", "5", "--metrics-port", str(port))
 
     async def delete() -> None:
-        admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap)
-        await admin.start()
-        try:
-            await admin.delete_topics([f"{app_id}-finished-runs"])
-        finally:
-            await admin.close()
+        async with clients.admin(kafka.bootstrap) as client:
+            await client.delete_topics([f"{app_id}-finished-runs"])
 
     try:
         worker.wait_ready()
