@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from trustlayer.model import Model
 from trustlayer.observe.traces import MAX_NESTING, Event, parse_event, plain_json
-from trustlayer.errors import TraceError
+from trustlayer.errors import TraceError, cut
 
 #: DLQ reasons by what the core's TraceError says (the first that matches).
 CORE_REASONS = {
@@ -149,15 +149,6 @@ def dead_letter(key: bytes | None, value: bytes | None, source: Any, reason: str
     except UnicodeDecodeError:
         record["value_base64"] = base64.b64encode(value).decode("ascii")
     return record
-
-
-def cut(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters (a hostile key or message can be megabytes).
-
-    >>> cut("abcdef", 3)
-    'abc... (6 characters)'
-    """
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _short(text: str | None, limit: int = 200) -> str:

@@ -26,11 +26,10 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Callable
 
-from trustlayer.cli import verdict_record
 from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK
+from trustlayer.judge.status import VALIDATE_FIELDS
 from trustlayer.learn.learner import learn
 from trustlayer.settings import Settings
 from trustlayer.observe.traces import load_labels
@@ -49,9 +48,8 @@ READY = "trustlayer worker ready"
 def demo_record(record: dict[str, Any]) -> dict[str, Any]:
     """A final verdict as ``demo --once --format json`` prints it: the fields of
     ``trustlayer validate --format json`` plus status, detected_at_seq, model_version."""
-    fields = verdict_record(SimpleNamespace(**{**record, "verdict": record.get("verdict")}))
-    return {**fields, "status": record["status"], "detected_at_seq": record["detected_at_seq"],
-            "model_version": record["model_version"]}
+    return {name: record[name]
+            for name in (*VALIDATE_FIELDS, "status", "detected_at_seq", "model_version")}
 
 
 def learn_models(train: Path, out: Path) -> list[str]:

@@ -7,16 +7,21 @@ import json
 import logging
 from typing import Callable
 
-from trustlayer.judge.matcher import FAILED, Matcher, Status
+from trustlayer.judge.matcher import Matcher
+from trustlayer.judge.status import FAILED, Status
 
 from stream.config import WorkerSettings
 from stream.deadletter import dead_letter
 from stream.metrics import Metrics
-from stream.records import Output, RunRecord, Source, verdict_json
+from stream.records import Output, RunRecord, Source
 from stream.refine import is_success
 from stream.runbook import RunBook
 
 log = logging.getLogger(__name__)
+
+#: Characters of a verdict's reason and of each warning at most (a reason may quote what a
+#: run showed, and a hostile run can show megabytes; the verdicts topic takes 1 MB records).
+REASON_MAX = 2000
 
 
 class Emitter:
@@ -40,7 +45,8 @@ class Emitter:
         if key == rec.last_key:
             return
         rec.last_key = key
-        record = verdict_json(status, verdict_ts)
+        # the verdict as published: every field, texts cut, and the triggering event's ts
+        record = {**status.to_json(text_max=REASON_MAX), "verdict_ts": verdict_ts}
         if trigger is None:
             rec.outbox.append(record)
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from stream.deadletter import REASONS
-from trustlayer.judge.matcher import FAILED, Status
+from trustlayer.judge.status import FAILED, Status
 from trustlayer.model import Model
 from trustlayer.observe.traces import EVENT_KINDS
 

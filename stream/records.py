@@ -1,14 +1,10 @@
 """What the worker keeps and sends: where a record came from, what processing a batch
-produced, one run's record in the table (JSON) and the store it lives in, and a verdict as
-published on ``trustlayer.verdicts``."""
+produced, one run's record in the table (JSON) and the store it lives in."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Protocol
-
-from stream.deadletter import cut
-from trustlayer.judge.matcher import Status
+from typing import Protocol
 
 
 @dataclass
@@ -87,21 +83,3 @@ class DictStore(dict):
             self.pop(key, None)
         else:
             self[key] = value
-
-
-#: Characters of a verdict's reason and of each warning at most (a reason may quote what a
-#: run showed, and a hostile run can show megabytes; the verdicts topic takes 1 MB records).
-REASON_MAX = 2000
-
-
-def verdict_json(status: Status, verdict_ts: float | None) -> dict[str, Any]:
-    """A verdict as published on ``trustlayer.verdicts``."""
-    reason = None if status.reason is None else cut(status.reason, REASON_MAX)
-    return {"run_id": status.run_id, "task": status.task, "model_version": status.model_version,
-            "status": status.status, "reason": reason, "cause": status.cause,
-            "coverage": status.coverage, "matched": list(status.matched),
-            "missing": list(status.missing), "detected_at_seq": status.detected_at_seq,
-            "event_ts": status.event_ts, "verdict_ts": verdict_ts, "final": status.final,
-            "verdict": status.verdict,
-            "warnings": [cut(warning, REASON_MAX) for warning in status.warnings],
-            "llm_calls": status.llm_calls, "unknown_states": status.unknown_states}

@@ -32,8 +32,8 @@ from stream.processes import free_port, stop_process  # noqa: E402
 from stream.replay import read_events  # noqa: E402
 from stream.replay import round_robin as interleave  # noqa: E402,F401 (for the tests)
 from stream.records import Source  # noqa: E402
-from trustlayer.cli import verdict_record  # noqa: E402
 from trustlayer.judge.matcher import judge_run  # noqa: E402
+from trustlayer.judge.status import VALIDATE_FIELDS  # noqa: E402
 from trustlayer.learn.learner import learn  # noqa: E402
 from trustlayer.observe.traces import Run, read_runs  # noqa: E402
 
@@ -62,7 +62,8 @@ def example_events() -> tuple[tuple[dict, ...], ...]:
 @lru_cache(maxsize=None)
 def batch_verdicts() -> dict[str, dict]:
     """`trustlayer validate --format json` records of the test runs, by run id."""
-    return {run.run_id: verdict_record(judge_run(model(), run)) for run in read_runs([TEST])}
+    return {run.run_id: judge_run(model(), run).to_json(VALIDATE_FIELDS)
+            for run in read_runs([TEST])}
 
 
 def renamed(events: Iterable[dict], run_id: str) -> list[dict]:

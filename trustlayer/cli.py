@@ -26,6 +26,7 @@ from trustlayer.errors import (
 )
 from trustlayer.inputs import labels_near, load_model, progress, read_traces, task_runs
 from trustlayer.judge.matcher import judge_run
+from trustlayer.judge.status import VALIDATE_FIELDS
 from trustlayer.learn.learner import LearnError, learn
 from trustlayer.model import Model
 from trustlayer.observe.traces import Run, load_labels
@@ -64,19 +65,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_FAIL if report.own_failures or report.loo_failures else EXIT_OK
 
 
-def verdict_record(status) -> dict[str, Any]:
-    """The fields of one verdict line of `validate --format json`."""
-    return {"run_id": status.run_id, "task": status.task, "verdict": status.verdict or "fail",
-            "coverage": status.coverage, "reason": status.reason, "cause": status.cause,
-            "missing": status.missing, "warnings": status.warnings,
-            "llm_calls": status.llm_calls}
-
-
 def judge_paths(model: Model, paths: Sequence[str], quiet: bool) -> list[dict[str, Any]]:
     """Verdict records for every run under `paths`."""
     llm = judge_for(model.settings.llm)
     runs = task_runs(model, paths, quiet)
-    return [verdict_record(judge_run(model, run, llm))
+    return [judge_run(model, run, llm).to_json(VALIDATE_FIELDS)
             for run in progress(runs, "validating", quiet)]
 
 
@@ -96,7 +89,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from trustlayer.judge.explain import analyse_runs
         from trustlayer.show.html import write_report
         views = analyse_runs(model, task_runs(model, args.paths, args.quiet))
-        records = [verdict_record(view.status) for view in views]
+        records = [view.status.to_json(VALIDATE_FIELDS) for view in views]
         references = task_runs(model, [args.train], args.quiet) if args.train else []
         write_report(model, views, args.report, references)
     else:

@@ -1,4 +1,5 @@
-"""Errors a user can act on, and the exit codes the command line gives for them."""
+"""Errors a user can act on, the exit codes the command line gives for them, and text cut
+to a size a message can hold."""
 from __future__ import annotations
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -24,3 +25,12 @@ class TraceError(ValueError):
 
 class ModelError(ValueError):
     """A model file that cannot be used."""
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters (a hostile key or message can be megabytes).
+
+    >>> cut("abcdef", 3)
+    'abc... (6 characters)'
+    """
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

@@ -9,8 +9,9 @@ from typing import Any, Sequence
 from trustlayer.compare.equivalence import Decision, judge
 from trustlayer.compare.index import StateIndex
 from trustlayer.compare.llm import LLMJudge, judge_for
-from trustlayer.judge.matcher import FAILED, Matcher, Status
+from trustlayer.judge.matcher import Matcher
 from trustlayer.judge.phases import Phase, frame_phases, phases, where
+from trustlayer.judge.status import FAILED, Status
 from trustlayer.model import Model
 from trustlayer.observe.steps import Step, run_steps
 from trustlayer.observe.traces import Event, Run

@@ -10,13 +10,14 @@ run's own ``outcome`` or ``self_report``. The batch validator is a loop over
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 from trustlayer.compare.equivalence import ends_like_success, judge, like_in_shape
 from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.judge.cause import explain_failure
+from trustlayer.judge.status import AT_RISK, FAILED, PASSED, RUNNING, Status
 from trustlayer.learn.evidence import output_call
 from trustlayer.model import Model
 from trustlayer.observe.canonical import shows
@@ -25,40 +26,8 @@ from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.observe.steps import StepBuilder, action_signatures
 from trustlayer.observe.traces import Action, Event, Run
 
-RUNNING, AT_RISK, PASSED, FAILED = "running", "at_risk", "passed", "failed"
 #: What the matcher keeps of each observed state (see :func:`trustlayer.judge.cause.explain_failure`).
 HISTORY_FIELDS = ("seq", "ts", "ids", "via", "novel", "ends", "files_moved")
-
-
-@dataclass
-class Status:
-    """The run's status after the last event fed."""
-
-    run_id: str
-    task: str
-    status: str = RUNNING
-    reason: str | None = None
-    cause: str | None = None
-    coverage: float = 0.0
-    matched: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    detected_at_seq: int | None = None
-    final: bool = False
-    llm_calls: int = 0
-    unknown_states: int = 0
-    model_version: int = 0
-    event_ts: float | None = None
-
-    @property
-    def verdict(self) -> str | None:
-        """``pass`` or ``fail`` once final, else None."""
-        if self.status == FAILED:
-            return "fail"
-        return "pass" if self.final and self.status == PASSED else None
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(asdict(self), verdict=self.verdict)
 
 
 class Matcher:
