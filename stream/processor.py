@@ -223,7 +223,9 @@ class StreamProcessor:
         unknown = matcher.status.unknown_states if matcher.status else 0
         kept = len(matcher.history)
         status = matcher.feed(event)
-        rec.history_bytes += sum(len(json.dumps(entry)) for entry in matcher.history[kept:])
+        # each new row counted as the JSON object the limit was set for
+        rec.history_bytes += sum(len(json.dumps(entry._asdict()))
+                                 for entry in matcher.history[kept:])
         if status.unknown_states > unknown:
             self.metrics.unknown.labels(rec.task).inc(status.unknown_states - unknown)
         if rec.history_bytes > limit.max_history_bytes and not status.final:

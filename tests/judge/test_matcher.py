@@ -92,3 +92,23 @@ def test_a_run_restored_at_every_event_gets_the_batch_status(task):
         if run.end is None:
             restored.close(run.events[-1].seq)
         assert restored.status.to_json() == judge_run(model, run).to_json(), run.run_id
+
+
+def test_snapshots_written_by_older_versions_still_restore():
+    """History rows were dicts, then lists without the fields added since (``ends``,
+    ``files_moved``): a run resumed from either at every event gets the batch status."""
+    task = SHARED / "coding-dev"
+    model = learn(read_runs([task / "train"]))
+    old_forms = (lambda row: dict(zip(("seq", "ts", "ids", "via", "novel", "ends"), row)),
+                 lambda row: row[:5])
+    for run in read_runs([task / "test"])[:4]:
+        for old_form in old_forms:
+            matcher = Matcher(model)
+            for event in run.events:
+                snapshot = json.loads(json.dumps(matcher.snapshot()))
+                snapshot["history"] = [old_form(row) for row in snapshot["history"]]
+                matcher = Matcher.restore(model, snapshot)
+                matcher.feed(event)
+            if run.end is None:
+                matcher.close(run.events[-1].seq)
+            assert matcher.status.to_json() == judge_run(model, run).to_json(), run.run_id

@@ -20,9 +20,10 @@ The rule, walking the run from the last milestone it reached:
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from trustlayer.graph_marks import SUCCESS
+from trustlayer.judge.history import Observed
 from trustlayer.judge.phases import where
 from trustlayer.model import Model
 from trustlayer.observe.steps import NO_ACTION, PASSIVE
@@ -30,56 +31,56 @@ from trustlayer.observe.steps import NO_ACTION, PASSIVE
 PRODUCT_BUG, AGENT_ERROR = "product_bug", "agent_error"
 
 
-def _shown(model: Model, entries: Sequence[dict[str, Any]]) -> str:
+def _shown(model: Model, entries: Sequence[Observed]) -> str:
     names: list[str] = []
     for entry in entries[:3]:
-        if entry["ids"]:
-            name = f"'{model.name(entry['ids'][0])}'"
-        elif entry.get("novel"):
-            name = f"a state never seen in successful runs ({' '.join(entry['novel'][:4])})"
+        if entry.ids:
+            name = f"'{model.name(entry.ids[0])}'"
+        elif entry.novel:
+            name = f"a state never seen in successful runs ({' '.join(entry.novel[:4])})"
         else:
-            name = f"an unknown state (seq {entry['seq']})"
+            name = f"an unknown state (seq {entry.seq})"
         if name not in names:
             names.append(name)
     return ", ".join(names)
 
 
-def _usual(model: Model, segment: int, known: dict[str, Any] | None) -> set[str]:
+def _usual(model: Model, segment: int, known: Observed | None) -> set[str]:
     usual = set(model.segment_actions[segment]) if segment < len(model.segment_actions) else set()
     if known is not None:
-        usual |= set().union(*(model.out_actions(s) for s in known["ids"]))
+        usual |= set().union(*(model.out_actions(s) for s in known.ids))
     return usual | {NO_ACTION}
 
 
-def _unusual(model: Model, segment: int, known: dict[str, Any] | None,
-             entry: dict[str, Any]) -> list[str]:
+def _unusual(model: Model, segment: int, known: Observed | None,
+             entry: Observed) -> list[str]:
     """The actions leading to `entry` that successful runs never took at this point;
     waiting or scrolling is never one (the product stays as it is)."""
     usual = _usual(model, segment, known)
-    return [a for a in entry["via"] if a not in usual and not a.startswith(PASSIVE)]
+    return [a for a in entry.via if a not in usual and not a.startswith(PASSIVE)]
 
 
-def _expected(model: Model, known: dict[str, Any]) -> set[str]:
-    return set(known["ids"]).union(*(model.successors(s) for s in known["ids"]))
+def _expected(model: Model, known: Observed) -> set[str]:
+    return set(known.ids).union(*(model.successors(s) for s in known.ids))
 
 
-def _unaccepted_end(model: Model, history: Sequence[dict[str, Any]]) -> str:
+def _unaccepted_end(model: Model, history: Sequence[Observed]) -> str:
     ends = " or ".join(f"'{model.name(s)}'" for s in model.accepting[:3])
     shown = _shown(model, history[-1:]) if history else "nothing"
     return f"every milestone reached, but the run ended in {shown}, not where successful " \
            f"runs end ({ends})"
 
 
-def explain_failure(model: Model, history: Sequence[dict[str, Any]], position: int,
+def explain_failure(model: Model, history: Sequence[Observed], position: int,
                     matched: Sequence[str], headline: str | None = None,
                     output_shown: bool = False) -> tuple[str, str]:
     """Reason and cause for a run that ended without every milestone, with every
     milestone but not in a state where successful runs end, or with what `headline`
     says (a required output given another value).
 
-    `history` holds one entry per observed state: ``seq``, ``ids`` (model states it
-    matched), ``via`` (signatures of the actions that led to it), ``novel`` (words no
-    training state showed); `position` is the index of the first milestone not reached;
+    `history` holds one :class:`~trustlayer.judge.history.Observed` per state the run
+    showed (the model states it matched, the actions that led to it, words no training
+    state showed); `position` is the index of the first milestone not reached;
     `output_shown` tells whether the screen the agent gave a required output from showed
     the (wrong) value it gave.
 
@@ -89,7 +90,7 @@ def explain_failure(model: Model, history: Sequence[dict[str, Any]], position: i
     """
     missing = next((s for s in model.essential[position:] if s not in model.soft), None)
     last = matched[-1] if matched else None
-    if headline is not None and output_shown and history and history[-1]["ends"]:
+    if headline is not None and output_shown and history and history[-1].ends:
         return (f"{headline}: the run ended as successful runs end, and the agent gave the "
                 "value the product showed it", PRODUCT_BUG)
     if headline is not None:
@@ -101,40 +102,40 @@ def explain_failure(model: Model, history: Sequence[dict[str, Any]], position: i
             f"after '{model.name(last)}'" if last else "from the start")
         phase = where(model, missing)
         reason = f"{reason} ({phase})" if phase else reason
-    start = max((i for i, e in enumerate(history) if last in e["ids"]), default=-1)
+    start = max((i for i, e in enumerate(history) if last in e.ids), default=-1)
     known = history[start] if start >= 0 else None
     for k in range(start + 1, len(history)):
         here = history[k]
-        if here.get("files_moved"):
+        if here.files_moved:
             return (f"{reason}: files changed with no action of the agent (the environment "
                     f"lost or altered its work), and the run showed {_shown(model, history[k:])}",
                     PRODUCT_BUG)
-        if known is not None and set(here["ids"]) & _expected(model, known):
+        if known is not None and set(here.ids) & _expected(model, known):
             known = here
             continue
         unusual = _unusual(model, position, known, here)
         if unusual:
             return (f"{reason}: the agent did {unusual[0]}, which successful runs never do at "
                     f"this point, and the run showed {_shown(model, history[k:])}", AGENT_ERROR)
-        if here["novel"]:
-            did = "nothing (the screen changed on its own)" if here["via"] == [NO_ACTION] \
-                else f"{here['via'][-1]} as successful runs do"
+        if here.novel:
+            did = "nothing (the screen changed on its own)" if here.via == [NO_ACTION] \
+                else f"{here.via[-1]} as successful runs do"
             return (f"{reason}: the agent did {did}, and the product showed "
                     f"{_shown(model, history[k:])}", PRODUCT_BUG)
-        if here["ids"]:
+        if here.ids:
             known = here
     if known is None:
         return f"{reason}: the run showed nothing successful runs show", AGENT_ERROR
-    state = model.name(known["ids"][0])
+    state = model.name(known.ids[0])
     after = history[history.index(known) + 1:]
-    if after and not any(entry["ids"] for entry in after):
-        did = next((a for entry in after for a in entry["via"]
+    if after and not any(entry.ids for entry in after):
+        did = next((a for entry in after for a in entry.via
                     if a != NO_ACTION and not a.startswith(PASSIVE)), "nothing")
         return (f"{reason}: after '{state}' the agent did {did} as successful runs do, and "
                 f"the product never showed what they saw next ({_shown(model, after)})",
                 PRODUCT_BUG)
-    onward = set().union(*(model.out_actions(s) for s in known["ids"])) - {NO_ACTION}
-    if SUCCESS in set().union(*(model.successors(s) for s in known["ids"])):
+    onward = set().union(*(model.out_actions(s) for s in known.ids)) - {NO_ACTION}
+    if SUCCESS in set().union(*(model.successors(s) for s in known.ids)):
         return (f"{reason}: the run ended in '{state}' as successful runs end, without the "
                 "step they all take before it", AGENT_ERROR)
     if not onward:

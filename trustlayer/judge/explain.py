@@ -105,9 +105,9 @@ def analyse_run(model: Model, run: Run, index: StateIndex | None = None,
     in_phase = frame_phases(model, matcher.history)
     frames = []
     for entry, phase in zip(matcher.history, in_phase):
-        milestone = next((sid for sid in entry["ids"] if sid in model.essential), None)
-        frames.append(Frame(entry["seq"], events[entry["seq"]], steps.get(entry["seq"]),
-                            list(entry["ids"]), list(entry["via"]), list(entry["novel"]),
+        milestone = next((sid for sid in entry.ids if sid in model.essential), None)
+        frames.append(Frame(entry.seq, events[entry.seq], steps.get(entry.seq),
+                            list(entry.ids), list(entry.via), list(entry.novel),
                             phase, milestone))
     view = RunView(run, status, frames)
     view.divergence = _divergence(model, frames, status, found)

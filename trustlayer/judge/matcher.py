@@ -17,6 +17,7 @@ from trustlayer.compare.equivalence import ends_like_success, judge, like_in_sha
 from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.judge.cause import explain_failure
+from trustlayer.judge.history import Observed, row_of
 from trustlayer.judge.status import AT_RISK, FAILED, PASSED, RUNNING, Status
 from trustlayer.learn.evidence import output_call
 from trustlayer.model import Model
@@ -25,9 +26,6 @@ from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.observe.steps import StepBuilder, action_signatures
 from trustlayer.observe.traces import Action, Event, Run
-
-#: What the matcher keeps of each observed state (see :func:`trustlayer.judge.cause.explain_failure`).
-HISTORY_FIELDS = ("seq", "ts", "ids", "via", "novel", "ends", "files_moved")
 
 
 class Matcher:
@@ -44,7 +42,7 @@ class Matcher:
         self.model, self.llm = model, llm
         self.builder = StepBuilder(model.settings)
         self.position = 0
-        self.history: list[dict[str, Any]] = []
+        self.history: list[Observed] = []  # one row per state the run showed
         self.matched_at: dict[str, int] = {}
         self.start_ts: float | None = None
         self.outputs: dict[str, str] = {}  # required call -> the last value the agent gave
@@ -107,9 +105,8 @@ class Matcher:
             self.reshaped.append(upcoming)
         novel = index_of(self.model).novelty(step.fingerprint) if not known else []
         ends = ends_like_success(self.model, step.fingerprint, known)
-        self.history.append({"seq": step.seq, "ts": step.ts, "ids": known,
-                             "via": action_signatures(step), "novel": novel[:8], "ends": ends,
-                             "files_moved": step.files_moved})
+        self.history.append(Observed(step.seq, step.ts, known, action_signatures(step),
+                                     novel[:8], ends, step.files_moved))
         if not known:
             self.status.unknown_states += 1
         if negatives and not known:
@@ -184,9 +181,9 @@ class Matcher:
         state, or only extras came after one (states no successful run showed, with no
         word none of them showed: a spinner, a toast)."""
         for entry in reversed(self.history):
-            if entry["ends"]:
+            if entry.ends:
                 return True
-            if entry["ids"] or entry["novel"]:
+            if entry.ids or entry.novel:
                 return False
         return False
 
@@ -244,31 +241,31 @@ class Matcher:
         reach = timing["time_to_reach"].get(upcoming)
         limit = deadline(reach, factor)
         if limit is not None and now - self.start_ts > limit:
-            self._fail(self.history[-1]["seq"] if self.history else 0,
+            self._fail(self.history[-1].seq if self.history else 0,
                        f"'{self.model.name(upcoming)}' not reached within {limit:.0f} s; "
                        f"successful runs reached it within {reach['max']:.0f} s", "product_bug")
             return self.status
-        if self.history and self.history[-1]["ids"]:
-            current = self.history[-1]["ids"][0]
+        if self.history and self.history[-1].ids:
+            current = self.history[-1].ids[0]
             dwell = timing["dwell"].get(current)
             limit = deadline(dwell, factor)
-            lasted = now - self.history[-1]["ts"]
+            lasted = now - self.history[-1].ts
             if limit is not None and lasted > limit:
-                self._fail(self.history[-1]["seq"],
+                self._fail(self.history[-1].seq,
                            f"'{self.model.name(current)}' lasted {lasted:.0f} s; successful runs "
                            f"left it within {dwell['max']:.0f} s", "product_bug")
         return self.status
 
     def snapshot(self) -> dict[str, Any]:
         """What the matcher needs to resume, JSON-serialisable (see :meth:`restore`): the
-        history as rows of :data:`HISTORY_FIELDS`, and of the previous state's lines only
+        history as rows of :data:`~trustlayer.judge.history.HISTORY_FIELDS`, and of the previous state's lines only
         those the next step reads (its file facts; every line when the model requires
         outputs, whose values are looked up on that screen)."""
         previous = self.builder.previous_lines
         if previous is not None and not self.model.required_outputs:
             previous = file_facts(previous)
         return {"position": self.position,
-                "history": [[entry[name] for name in HISTORY_FIELDS] for entry in self.history],
+                "history": [list(entry) for entry in self.history],
                 "matched_at": self.matched_at, "start_ts": self.start_ts,
                 "outputs": self.outputs, "outputs_shown": self.outputs_shown,
                 "removed": {path: sorted(lines) for path, lines in self.removals.removed.items()},
@@ -287,8 +284,7 @@ class Matcher:
         """Rebuild a matcher from :meth:`snapshot`."""
         matcher = cls(model, llm)
         matcher.position = data["position"]
-        matcher.history = [row if isinstance(row, dict) else dict(zip(HISTORY_FIELDS, row))
-                           for row in data["history"]]  # dicts: written by an older version
+        matcher.history = [row_of(row) for row in data["history"]]
         matcher.matched_at, matcher.start_ts = dict(data["matched_at"]), data["start_ts"]
         matcher.outputs = dict(data.get("outputs", {}))
         matcher.outputs_shown = dict(data.get("outputs_shown", {}))

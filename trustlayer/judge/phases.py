@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from trustlayer.graph_marks import START
+from trustlayer.judge.history import Observed
 from trustlayer.model import Model
 
 
@@ -104,9 +105,9 @@ def phase_of(model: Model, state_id: str) -> Phase | None:
     return next((phase for phase in phases(model) if state_id in phase.states), None)
 
 
-def frame_phases(model: Model, history: Sequence[dict[str, Any]]) -> list[int]:
-    """For each observed state of a run (``Matcher.history`` entries, with the model
-    state ids each matched), the index of the phase the run was in: the phase of the
+def frame_phases(model: Model, history: Sequence[Observed]) -> list[int]:
+    """For each observed state of a run (``Matcher.history``, with the model state ids
+    each matched), the index of the phase the run was in: the phase of the
     next hard milestone not yet reached (a frame that reaches a milestone closes its
     phase). After the last milestone, the last phase."""
     hard = hard_milestones(model)
@@ -114,7 +115,7 @@ def frame_phases(model: Model, history: Sequence[dict[str, Any]]) -> list[int]:
     reached, result = 0, []
     for entry in history:
         result.append(min(reached, last))
-        if reached < len(hard) and hard[reached] in entry["ids"]:
+        if reached < len(hard) and hard[reached] in entry.ids:
             reached += 1
     return result
 

@@ -1,0 +1,45 @@
+"""What the matcher keeps of each state a run showed: one :class:`Observed` per state, in
+order (``Matcher.history``), read for the cause of a failure (:mod:`trustlayer.judge.cause`),
+the phases a run went through and the report's frames (:mod:`trustlayer.judge.explain`).
+
+A snapshot stores each row as the list of its fields in :data:`HISTORY_FIELDS` order;
+:func:`row_of` reads it back, and also the rows older versions wrote (dicts, or lists
+written before a field was added: it takes its default).
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+
+class Observed(NamedTuple):
+    """One state of a run as the matcher saw it.
+
+    >>> row = Observed(3, 12.5, ["s2"], ["click:Save"])
+    >>> row_of(list(row)) == row, row_of({"seq": 3, "ts": 12.5, "ids": ["s2"],
+    ...                                  "via": ["click:Save"]}) == row
+    (True, True)
+    """
+
+    seq: int
+    ts: float
+    #: the model states it matched (none: a state no successful run showed)
+    ids: Sequence[str]
+    #: signatures of the actions that led to it (``NO_ACTION``: it changed on its own)
+    via: Sequence[str]
+    #: when it matched nothing: words in it that no training state showed (at most 8)
+    novel: Sequence[str] = ()
+    #: like the states where successful runs end (evidence of the goal)
+    ends: bool = False
+    #: files changed with no action of the agent
+    files_moved: bool = False
+
+
+#: The fields of a row, in the order a snapshot lists them.
+HISTORY_FIELDS = Observed._fields
+
+
+def row_of(data: Sequence[Any] | dict[str, Any]) -> Observed:
+    """A history row from a snapshot: the list of its fields, or a dict (older versions)."""
+    if isinstance(data, dict):
+        return Observed(**{name: data[name] for name in HISTORY_FIELDS if name in data})
+    return Observed(*data)
