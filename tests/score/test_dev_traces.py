@@ -3,7 +3,7 @@ import json
 import shutil
 
 import pytest
-from devsets import EXAMPLES, SHARED
+from devsets import DEV_TASKS, EXAMPLES, SHARED
 
 from trustlayer.cli import judge_paths, main
 from trustlayer.errors import ModelError
@@ -23,7 +23,7 @@ END_REASONS = ("never reached", "negative milestone", "not where successful runs
                "every successful run called it")
 
 
-@pytest.fixture(scope="module", params=sorted(FLOORS))
+@pytest.fixture(scope="module", params=DEV_TASKS)
 def dev_set(request):
     root = SHARED / request.param
     if not root.is_dir():

@@ -1,0 +1,94 @@
+"""One contract for every way trustlayer judges a run (River's ``checks/`` style): the
+batch validator, the incremental matcher resumed from a JSON snapshot before every event
+(as the worker resumes after a restart), and the streaming worker's processor fed the
+runs' events as records, interleaved as a fleet publishes them. On the repository's
+examples and the real dev traces, each gives every run the same final status, reason and
+cause."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from devsets import DEV_TASKS, EXAMPLES, SHARED
+
+from stream.config import WorkerSettings
+from stream.processor import StreamProcessor
+from stream.records import DictStore, Source
+from stream.registry import ModelRegistry
+from stream.replay import read_events, round_robin
+from trustlayer.judge.matcher import Matcher, judge_run
+from trustlayer.judge.status import Status
+from trustlayer.learn.learner import learn
+from trustlayer.model import Model
+from trustlayer.observe.traces import read_runs
+
+Verdicts = dict[str, tuple[str, str | None, str | None]]  # run id -> (status, reason, cause)
+TASKS = {**{f"examples/{name}": EXAMPLES / name for name in ("jupyter", "tool-calling")},
+         **{name: SHARED / name for name in DEV_TASKS}}
+
+
+def final(status: Status) -> tuple[str, str | None, str | None]:
+    assert status.final, status
+    return status.status, status.reason, status.cause
+
+
+def batch(model: Model, test: Path) -> Verdicts:
+    """``trustlayer validate``: each run fed to a matcher, then closed."""
+    return {run.run_id: final(judge_run(model, run)) for run in read_runs([test])}
+
+
+def restored_at_every_event(model: Model, test: Path) -> Verdicts:
+    """The incremental matcher, its state written to JSON and read back before each event."""
+    verdicts = {}
+    for run in read_runs([test]):
+        matcher = Matcher(model)
+        for event in run.events:
+            matcher = Matcher.restore(model, json.loads(json.dumps(matcher.snapshot())))
+            matcher.feed(event)
+        verdicts[run.run_id] = final(matcher.status)
+    return verdicts
+
+
+def streamed(model: Model, test: Path) -> Verdicts:
+    """The worker's processor over the runs' events as records (screenshots inline),
+    interleaved; a run's verdict is its one final verdict record."""
+    registry = ModelRegistry()
+    registry.add(model)
+    processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
+    events = round_robin(read_events([test]))
+    out = processor.process_batch([(e["run_id"].encode(), json.dumps(e).encode(),
+                                    Source(0, offset, 0.0)) for offset, e in enumerate(events)])
+    assert out.dlq == []
+    finals = [(run_id, record) for run_id, record in out.verdicts if record["final"]]
+    verdicts = {run_id: (record["status"], record["reason"], record["cause"])
+                for run_id, record in finals}
+    assert len(verdicts) == len(finals)  # one final verdict per run
+    return verdicts
+
+
+JUDGES: dict[str, Callable[[Model, Path], Verdicts]] = {
+    "restored at every event": restored_at_every_event, "streamed": streamed}
+
+
+@lru_cache(maxsize=None)
+def learned(task: str) -> Model:
+    root = TASKS[task]
+    if not root.is_dir():
+        pytest.fail(f"traces missing at {root}: the repo expects ../shared beside it")
+    return learn(read_runs([root / "train"]))
+
+
+@lru_cache(maxsize=None)
+def expected(task: str) -> Verdicts:
+    return batch(learned(task), TASKS[task] / "test")
+
+
+@pytest.mark.parametrize("judge", JUDGES)
+@pytest.mark.parametrize("task", TASKS)
+def test_every_way_of_judging_gives_the_batch_verdicts(task, judge):
+    want = expected(task)
+    assert {status for status, _, _ in want.values()} == {"passed", "failed"}  # both kinds
+    assert JUDGES[judge](learned(task), TASKS[task] / "test") == want
