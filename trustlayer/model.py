@@ -103,7 +103,9 @@ class Model:
     habit: skipped with a warning), ``transient`` (milestones that are a tool's report on
 the finished work, met in another shape too), ``required_outputs`` (tool calls every successful run
     made with one value), ``required_removals`` (code lines every successful run removed,
-:mod:`trustlayer.observe.edits`) and ``warnings`` (what the learner noticed for a person to check).
+:mod:`trustlayer.observe.edits`), ``files_change_alone`` (whether a successful run's files
+ever changed with no action of its agent) and ``warnings`` (what the learner noticed for a
+person to check).
     ``soft`` holds the essential states a run may skip: interruptions and incidental ones.
     """
 
@@ -128,6 +130,7 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
     required_outputs: dict[str, str] = field(default_factory=dict)
     required_removals: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    files_change_alone: bool = False
 
     @property
     def optional(self) -> list[str]:
@@ -157,7 +160,8 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
                 "transient": self.transient,
                 "ending": None if self.ending is None else self.ending.to_json(),
                 "required_outputs": self.required_outputs,
-                "required_removals": self.required_removals, "warnings": self.warnings}
+                "required_removals": self.required_removals, "warnings": self.warnings,
+                "files_change_alone": self.files_change_alone}
 
     @classmethod
     def from_json(cls, data: dict) -> "Model":
@@ -180,7 +184,8 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
                        data["accepting"],
                        None if data["ending"] is None else ModelState.from_json(data["ending"]),
                        data["incidental"], data.get("transient", []), data["required_outputs"],
-                       data.get("required_removals", {}), data["warnings"])
+                       data.get("required_removals", {}), data["warnings"],
+                       data.get("files_change_alone", False))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None
 

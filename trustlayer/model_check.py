@@ -261,6 +261,7 @@ def check_model(data: dict, shape: Sequence[Field]) -> None:
     _typed(outputs, dict, "required_outputs")
     for path, digest in outputs.items():
         _typed(digest, str, f"required_outputs[{path!r}]")
+    _typed(data.get("files_change_alone", False), bool, "files_change_alone")
     removals = data.get("required_removals", {})
     _typed(removals, dict, "required_removals")
     for path, lines in removals.items():

@@ -142,3 +142,24 @@ def test_real_successes_that_touched_other_files_pass_a_model_of_runs_that_did_n
     model = learn(successes)
     assert {r.run_id: judge_run(model, r).verdict for r in others} == \
         {r.run_id: "pass" for r in others}
+
+
+def test_files_changing_with_no_action_fail_unless_successful_runs_saw_it():
+    fixed = dict(START_TREE, **{"lib.py": "f1"})
+    lost = tool_run("lost", [("", "", "Task: fix lib.py", START_TREE),
+                             ("edit_file", "lib.py", "Edited lib.py", fixed),
+                             ("run_tests", "pytest", "3 passed", fixed),
+                             ("", "", "[session closed]", START_TREE)])  # the work is gone
+    model = learn([coding_run(f"train-{n}", fixed) for n in range(3)])
+    assert not model.files_change_alone
+    status = judge_run(model, lost)
+    assert status.verdict == "fail" and status.cause == "product_bug"
+    assert "no action of the agent" in status.reason and status.detected_at_seq == 5
+    # where successful runs' files changed on their own too (a formatter), it is no news
+    reformatted = dict(fixed, **{"lib.py": "f2"})
+    formatted = [tool_run(f"fmt-{n}", [("", "", "Task: fix lib.py", START_TREE),
+                                       ("edit_file", "lib.py", "Edited lib.py", fixed),
+                                       ("", "", "Reformatted lib.py", reformatted),
+                                       ("run_tests", "pytest", "3 passed", reformatted)])
+                 for n in range(3)]
+    assert learn(formatted).files_change_alone

@@ -20,7 +20,7 @@ FLOORS = {"jupyter-dev": (0.95, 0.9), "coding-dev": (0.95, 0.9),
           "datasette-dev/ds-json-export-row": (0.95, 0.85)}
 END_REASONS = ("never reached", "negative milestone", "not where successful runs end",
                "every successful run removed",
-               "every successful run called it")
+               "every successful run called it", "no action of the agent")
 
 
 @pytest.fixture(scope="module", params=DEV_TASKS)

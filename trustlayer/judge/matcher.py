@@ -109,12 +109,17 @@ class Matcher:
                                      novel[:8], ends, step.files_moved))
         if not known:
             self.status.unknown_states += 1
+        if self.status.status == FAILED:
+            return
         if negatives and not known:
             negative = self.model.states[negatives[0]]
             self._fail(step.seq, f"negative milestone '{negative.name}' appeared",
                        negative.negative_cause or "product_bug")
             return
-        if self.status.status == FAILED:
+        if step.files_moved and not self.model.files_change_alone:
+            self._fail(step.seq, "the files changed with no action of the agent, which no "
+                       "successful run saw (the environment lost or altered its work)",
+                       "product_bug")
             return
         # a milestone where successful runs end is met by a state like all their ends
         # together (when it is none of their end states itself)

@@ -301,7 +301,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                   nearest_milestone=_nearest_essential(idom, essential), timing=_timing(essential, paths),
                   segment_actions=_segment_actions(essential, paths),
                   convergence=convergence_points(graph),
-                  training_runs=run_ids, settings=settings)
+                  training_runs=run_ids, settings=settings,
+                  files_change_alone=any(step.files_moved for run in steps.values() for step in run))
     negatives = _negatives(model, failed, causes or {}, settings)
     name_states(negatives, {}, {}, {})
     for negative in negatives:
