@@ -163,3 +163,36 @@ def test_files_changing_with_no_action_fail_unless_successful_runs_saw_it():
                                        ("run_tests", "pytest", "3 passed", reformatted)])
                  for n in range(3)]
     assert learn(formatted).files_change_alone
+
+
+def query_run(run_id: str, query: str, result: str, answer: str, page: str = "Query"):
+    """Open the database page, run `query`, read `result`, report `answer`."""
+    pages = [("/db", "db", "Database\nRun SQL"),
+             ("/db", f"db: {query}", f"{page}\n{query}\n{result}\nRun SQL")]
+    events = []
+    for number, (url, title, text) in enumerate(pages):
+        if number:
+            events.append({"kind": "action", "action": {"type": "type", "target": "editor",
+                                                        "value": query}})
+        events.append({"kind": "state", "observation": {"url": f"http://h{url}", "title": title,
+                                                        "text": text}})
+    events.append({"kind": "action", "action": {"type": "tool", "target": "report_answer",
+                                                "value": answer}})
+    events.append({"kind": "end", "outcome": "success"})
+    for seq, event in enumerate(events):
+        event.update(v=1, run_id=run_id, task="sql-task", seq=seq, ts=1000.0 + seq)
+    return as_run(events)
+
+
+def test_a_run_that_gave_their_answer_where_they_gave_it_ends_as_they_end():
+    queries = ["select count(*) from works", "select n from totals where kind = 'works'",
+               "select sum(n) from counts"]
+    model = learn([query_run(f"train-{n}", q, "78", "78") for n, q in enumerate(queries)])
+    assert model.required_outputs == {"tool:report_answer": "78"}
+    # another correct query, its result in another shape
+    another_query = query_run("another", "select sum(n) from totals where kind = 'works'",
+                              "sum(n)\n78", "78")
+    assert judge_run(model, another_query).verdict == "pass"
+    assert judge_run(model, query_run("wrong", queries[0], "81", "81")).verdict == "fail"
+    error = query_run("error", queries[0], "database is locked", "78", page="Error 500")
+    assert judge_run(model, error).verdict == "fail"

@@ -23,6 +23,7 @@ import numpy as np
 from PIL import Image
 
 from trustlayer.compare.index import index_of
+from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.compare.visual import hamming, masked_ssim
 from trustlayer.model import Model, ModelState
@@ -220,3 +221,23 @@ def ends_like_success(model: Model, fp: Fingerprint, ids: list[str]) -> bool:
     _, unexplained = ending.profile.compare(fp.lines)
     return _tolerated(unexplained, fp, ending, model.settings, index_of(model).known_words)
 
+
+
+def at_an_end_place(model: Model, fp: Fingerprint) -> bool:
+    """Whether an observed state is where successful runs ended, as a place: its title and
+    URL are explained by the templates of their last states (``model.ending``), with every
+    place line they all showed, and it shows no word none of them ever showed.
+
+    For a run that gave every answer successful runs gave (``model.required_outputs``):
+    the answer is its evidence of the goal, and a page at their end's place but of another
+    shape (another correct query, other columns) ends as they end."""
+    ending = model.ending
+    if ending is None or not ending.structural:
+        return False
+    salient = [t for t in ending.profile.salient_templates if t.startswith(PLACE_PREFIXES)]
+    place = [line for line in fp.lines if line.startswith(PLACE_PREFIXES)]
+    if not salient or not place:
+        return False
+    missing, unexplained = ending.profile.compare(place)
+    return not unexplained and not set(missing) & set(salient) \
+        and not index_of(model).novelty(fp)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from trustlayer.compare.equivalence import ends_like_success, judge, like_in_shape
+from trustlayer.compare.equivalence import at_an_end_place, ends_like_success, judge, like_in_shape
 from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.judge.cause import explain_failure
@@ -24,6 +24,7 @@ from trustlayer.model import Model
 from trustlayer.observe.canonical import shows
 from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
+from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.steps import StepBuilder, action_signatures
 from trustlayer.observe.traces import Action, Event, Run
 
@@ -104,7 +105,8 @@ class Matcher:
             known.append(upcoming)
             self.reshaped.append(upcoming)
         novel = index_of(self.model).novelty(step.fingerprint) if not known else []
-        ends = ends_like_success(self.model, step.fingerprint, known)
+        ends = ends_like_success(self.model, step.fingerprint, known) \
+            or self._answered() and at_an_end_place(self.model, step.fingerprint)
         self.history.append(Observed(step.seq, step.ts, known, action_signatures(step),
                                      novel[:8], ends, step.files_moved))
         if not known:
@@ -192,6 +194,13 @@ class Matcher:
                 return False
         return False
 
+    def _answered(self) -> bool:
+        """Whether the run made every required output call with the value every successful
+        run gave it."""
+        required = self.model.required_outputs
+        return bool(required) and all(self.outputs.get(call) == value
+                                      for call, value in required.items())
+
     def _wrong_output(self) -> tuple[str, str, str] | None:
         """A tool call made with another value than every successful run gave it."""
         for call, value in self.model.required_outputs.items():
@@ -215,6 +224,10 @@ class Matcher:
         """Judge the run as ended after event `seq` (its end event, or its last one)."""
         if self.status is None or self.status.final:
             return
+        if self.history and not self.history[-1].ends and self._answered() \
+                and at_an_end_place(self.model, Fingerprint(self.builder.previous_lines)):
+            self.history[-1] = self.history[-1]._replace(ends=True)  # answered after it
+            self._advance(list(self.model.accepting), seq)
         wrong = self._wrong_output()
         if self.status.status == PASSED and wrong is None:
             kept = self.removals.missing(self.model.required_removals)
