@@ -104,7 +104,8 @@ class Model:
 the finished work, met in another shape too), ``required_outputs`` (tool calls every successful run
     made with one value), ``required_removals`` (code lines every successful run removed,
 :mod:`trustlayer.observe.edits`), ``files_change_alone`` (whether a successful run's files
-ever changed with no action of its agent) and ``warnings`` (what the learner noticed for a
+ever changed with no action of its agent), ``end_evidence`` (per accepting state, what every
+run ending there showed of its finished work beyond what the state requires) and ``warnings`` (what the learner noticed for a
 person to check).
     ``soft`` holds the essential states a run may skip: interruptions and incidental ones.
     """
@@ -131,6 +132,7 @@ person to check).
     required_removals: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     files_change_alone: bool = False
+    end_evidence: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def optional(self) -> list[str]:
@@ -161,7 +163,8 @@ person to check).
                 "ending": None if self.ending is None else self.ending.to_json(),
                 "required_outputs": self.required_outputs,
                 "required_removals": self.required_removals, "warnings": self.warnings,
-                "files_change_alone": self.files_change_alone}
+                "files_change_alone": self.files_change_alone,
+                "end_evidence": self.end_evidence}
 
     @classmethod
     def from_json(cls, data: dict) -> "Model":
@@ -185,7 +188,7 @@ person to check).
                        None if data["ending"] is None else ModelState.from_json(data["ending"]),
                        data["incidental"], data.get("transient", []), data["required_outputs"],
                        data.get("required_removals", {}), data["warnings"],
-                       data.get("files_change_alone", False))
+                       data.get("files_change_alone", False), data.get("end_evidence", {}))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None
 

@@ -262,6 +262,11 @@ def check_model(data: dict, shape: Sequence[Field]) -> None:
     for path, digest in outputs.items():
         _typed(digest, str, f"required_outputs[{path!r}]")
     _typed(data.get("files_change_alone", False), bool, "files_change_alone")
+    evidence = data.get("end_evidence", {})
+    _typed(evidence, dict, "end_evidence")
+    _ids(list(evidence), "end_evidence", data.get("accepting", []))
+    for state, templates in evidence.items():
+        _strings(templates, f"end_evidence[{state!r}]")
     removals = data.get("required_removals", {})
     _typed(removals, dict, "required_removals")
     for path, lines in removals.items():

@@ -5,6 +5,7 @@ from tracegen import as_run, events_for, tool_run
 
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
+from trustlayer.model import Model
 from trustlayer.observe.traces import load_labels, read_runs
 
 HOME, PROBE = "Home screen\nWelcome", "Probe output\nvalue check passed"
@@ -196,3 +197,15 @@ def test_a_run_that_gave_their_answer_where_they_gave_it_ends_as_they_end():
     assert judge_run(model, query_run("wrong", queries[0], "81", "81")).verdict == "fail"
     error = query_run("error", queries[0], "database is locked", "78", page="Error 500")
     assert judge_run(model, error).verdict == "fail"
+
+
+def test_an_end_shows_what_every_run_ending_there_showed_of_its_work():
+    model = learn(TRAINING)
+    [end] = model.accepting
+    # the end state's members lacked the receipt (say, some were from before the save)
+    model.states[end].profile = model.states[end].profile.with_optional(["X|receipt 7"])
+    model.end_evidence = {end: ["X|receipt 7"]}
+    with_receipt = run("receipt", [HOME, PROBE, TYPED, f"{SAVED}\nreceipt 7"], "8")
+    assert judge_run(model, with_receipt).verdict == "pass"
+    assert judge_run(model, run("no receipt", [HOME, PROBE, TYPED, SAVED], "8")).verdict == "fail"
+    assert Model.from_json(model.to_json()).end_evidence == {end: ["X|receipt 7"]}

@@ -207,11 +207,20 @@ def _in_shape(shapes: tuple[str, ...]) -> Profile:
 
 def ends_like_success(model: Model, fp: Fingerprint, ids: list[str]) -> bool:
     """Whether an observed state (matching model states `ids`) is evidence of the goal:
-    one of the states where successful runs ended, or like all their last states together
-    (``model.ending``: every line they all show, nothing beyond the variety they showed
+    one of the states where successful runs ended (showing what every run ending there
+    showed of its finished work, ``model.end_evidence``), or like all their last states
+    together (``model.ending``: every line they all show, nothing beyond the variety they showed
     among themselves, no learned value changed)."""
-    if not model.accepting or set(ids) & set(model.accepting):
+    if not model.accepting:
         return True
+    ended = set(ids) & set(model.accepting)
+    for state_id in ended:
+        profile, required = model.states[state_id].profile, model.end_evidence.get(state_id)
+        if not required or {profile.templates[i] for line in fp.lines
+                            if (i := profile.template_of(line)) is not None} >= set(required):
+            return True
+    if ended:  # such a state, but not finished as every run ending there was
+        return False
     ending = model.ending
     if ending is None or not ending.structural or not fp.has_structure \
             or ending.tolerance > ENDING_MAX_TOLERANCE:

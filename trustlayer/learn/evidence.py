@@ -4,7 +4,10 @@ Each read from the training data, never from rules about one application:
 
 * **accepting states**: the model states where successful runs ended. A run that ends
   anywhere else has shown no evidence of the goal, whatever milestones it passed; a
-  milestone that is such a state is met by any state like the successful runs' ends.
+  milestone that is such a state is met by any state like the successful runs' ends. A
+  run's end must also show what every run ending in that state showed of its finished
+  work (:func:`end_evidence`: a notebook's name once saved), where the state's members
+  from earlier in runs lack it.
 * **incidental milestones**: essential states that, in every successful run, left no
   trace and were stale by the end. No trace: what the state added (a tool's output, a
   status line, a file's text read, a page left for another) is not in the run's last
@@ -38,6 +41,7 @@ from typing import Mapping, Sequence
 from trustlayer.observe.canonical import PLACE_PREFIXES, content_lines
 from trustlayer.observe.context import context_lines
 from trustlayer.observe.steps import Step, by_agent
+from trustlayer.observe.templates import Profile
 from trustlayer.observe.templates import WILDCARD, template_form
 from trustlayer.observe.traces import Action, Observation, Run
 
@@ -116,6 +120,46 @@ def _lasting_additions(path: Path) -> list[bool]:
         previous = content_lines(here.fingerprint.lines)
         lasting.append(by_agent(here) and _place(here) == last_place and bool(added & last))
     return lasting
+
+
+def before_the_work(path: Path) -> list[Step]:
+    """The steps of a run before its first lasting step: what it showed before the agent
+    changed anything that lasted (the start, pages and outputs looked at).
+
+    >>> from trustlayer.observe.fingerprints import Fingerprint
+    >>> start = Step(0, 0.0, Fingerprint(frozenset({"X|Editor"})), ())
+    >>> typed = Step(1, 1.0, Fingerprint(frozenset({"X|Editor", "X|hello"})),
+    ...              (Action("type", "editor", "hello"),))
+    >>> [step.seq for step in before_the_work([("s0", start), ("s1", typed)])]
+    [0]
+    """
+    lasting = _lasting_additions(path)
+    first = next((i for i, flag in enumerate(lasting) if flag), len(path))
+    return [step for _, step in path[:first]]
+
+
+def end_evidence(profile: Profile, ends: Sequence[tuple[frozenset[str], frozenset[str]]]) -> list[str]:
+    """What an accepting state's ends showed of the finished work, beyond what the state
+    requires: the templates of `profile` that every run ending there showed in its last
+    state and not before its work (`ends`: per such run, its last state's lines and the
+    lines of its steps :func:`before_the_work`). The state's members from earlier in runs
+    (a notebook before it was saved under its name) may lack them; an end may not. None
+    from fewer than two ends: one end cannot show what varies.
+
+    >>> p = Profile(["T|<*> . ipynb", "X|42", "X|News"], [True, True, False])
+    >>> end_evidence(p, [(frozenset({"T|answer.ipynb", "X|42", "X|News"}), frozenset({"X|News"})),
+    ...                  (frozenset({"T|answer.ipynb", "X|42", "X|News"}), frozenset({"X|News"}))])
+    []
+    >>> p = Profile(["T|<*> . ipynb", "X|42", "X|answer . ipynb"], [True, True, False])
+    >>> end_evidence(p, [(frozenset({"T|answer.ipynb", "X|42", "X|answer.ipynb"}), frozenset()),
+    ...                  (frozenset({"T|answer.ipynb", "X|42", "X|answer.ipynb"}), frozenset())])
+    ['X|answer . ipynb']
+    """
+    if len(ends) < 2:
+        return []
+    shown = [{profile.template_of(line) for line in last - early} for last, early in ends]
+    common = set.intersection(*shown) - {None}
+    return [profile.templates[i] for i in sorted(common) if not profile.salient[i]]
 
 
 def _first_visits(state_id: str, paths: Mapping[str, Path]) -> list[tuple[str, int]]:

@@ -30,6 +30,8 @@ from trustlayer.learn.dominators import (
 )
 from trustlayer.learn.evidence import (
     accepting_states,
+    before_the_work,
+    end_evidence,
     habit_lines,
     milestone_kinds,
     required_outputs,
@@ -279,6 +281,11 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     ending = _build_state("end", [(rid, steps[rid][-1]) for rid in run_ids],
                           settings.thumbnail_size,
                           [untouched_facts(steps[rid][-1].fingerprint.lines) for rid in run_ids])
+    ends_of = {sid: [(steps[rid][-1].fingerprint.lines,
+                      frozenset().union(*(step.fingerprint.lines for step in before_the_work(path))))
+                     for rid, path in paths.items() if path[-1][0] == sid] for sid in accepting}
+    evidence_of_ends = {sid: found for sid, ends in ends_of.items()
+                        if (found := end_evidence(states[sid].profile, ends))}
     interruptions = _interruptions(essential, paths)
     incidental, transient = ([sid for sid in kind if sid not in interruptions]
                              for kind in milestone_kinds(essential, accepting, paths))
@@ -301,7 +308,7 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                   nearest_milestone=_nearest_essential(idom, essential), timing=_timing(essential, paths),
                   segment_actions=_segment_actions(essential, paths),
                   convergence=convergence_points(graph),
-                  training_runs=run_ids, settings=settings,
+                  training_runs=run_ids, settings=settings, end_evidence=evidence_of_ends,
                   files_change_alone=any(step.files_moved for run in steps.values() for step in run))
     negatives = _negatives(model, failed, causes or {}, settings)
     name_states(negatives, {}, {}, {})
