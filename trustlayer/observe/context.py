@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
+from itertools import compress
 from typing import Iterable
 
 from trustlayer.observe.canonical import content_lines, mask
@@ -50,11 +51,15 @@ def file_facts(lines: Iterable[str]) -> frozenset[str]:
 
 
 @lru_cache(maxsize=1 << 16)
-def _echo_body(line: str) -> str | None:
+def _echo_body(line: str) -> str:
     """What a content line says without its diff, prompt or quote marks, if long enough
-    to be an echo of an action."""
+    to be an echo of an action (else a text no action's text holds)."""
     body = _DIFF_MARK.sub("", line.partition("|")[2]).strip()
-    return body if len(body) >= MIN_ECHO_CHARS else None
+    return body if len(body) >= MIN_ECHO_CHARS else _NO_ECHO
+
+
+_NO_ECHO = "\n"  # in no action's text (masked: white space folded to single spaces)
+_TEXT = re.compile(r"X\|")
 
 
 def context_lines(lines: frozenset[str], before: frozenset[str] | None,
@@ -83,11 +88,8 @@ def content_context(content: frozenset[str], facts: frozenset[str],
     facts_before = file_facts(before)
     found = set(facts & facts_before)
     if facts != facts_before:
-        found |= {line for line in content if line.startswith("X|")}
+        found.update(filter(_TEXT.match, content))
     text = _action_text(actions)
-    if text:
-        for line in content:
-            body = _echo_body(line)
-            if body is not None and body in text:
-                found.add(line)
+    if text:  # (the lines whose body the text holds)
+        found.update(compress(content, map(text.__contains__, map(_echo_body, content))))
     return frozenset(found)
