@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from trustlayer.model import Model
-from trustlayer.observe.traces import MAX_NESTING, Event, parse_event, plain_json
+from trustlayer.observe.traces import MAX_NESTING, Event, parse_event
 from trustlayer.errors import TraceError, cut
 
 #: DLQ reasons by what the core's TraceError says (the first that matches).
@@ -119,8 +119,7 @@ def decode_event(key: bytes | None, value: bytes | None, where: str, models: Mod
     model = models.latest(task) if isinstance(task, str) else None
     try:
         event = parse_event(obj, source=where, base_dir=images_dir,
-                            settings=model.settings if model else None,
-                            plain=plain_json(value or b""))
+                            settings=model.settings if model else None)
     except TraceError as exc:
         raise Rejected(dlq_reason(exc.message), str(exc)) from None
     run_key = None if key is None else key.decode("utf-8", "replace")

@@ -109,50 +109,51 @@ class Run:
 def json_problem(obj: Any, max_depth: int = MAX_NESTING) -> str | None:
     """What makes parsed JSON unfit to read on, or None: nesting deeper than `max_depth`,
     a string with a lone UTF-16 surrogate (not Unicode, cannot be written as UTF-8), an
-    object key that is not a string (a dict built in code).
+    object key that is not a string (a dict built in code). The first found in a
+    depth-first walk, the last member of a container first.
 
     >>> json_problem({"a": ["\\ud800"]})
     "string '\\\\ud800' holds a lone surrogate: not Unicode text"
     >>> json_problem([[[]]], max_depth=2)
     'JSON nested deeper than 2 levels'
     """
-    pending: list[tuple[Any, int]] = [(obj, 1)]
-    while pending:
-        value, depth = pending.pop()
-        if depth > max_depth:
-            return f"JSON nested deeper than {max_depth} levels"
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    return f"object key {key!r} is not a string"
-                pending += [(key, depth), (item, depth + 1)]
-        elif isinstance(value, list):
-            pending += [(item, depth + 1) for item in value]
-        elif isinstance(value, str) and not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return f"string {value[:40]!a} holds a lone surrogate: not Unicode text"
+    return _json_walk(obj, 1, max_depth)
+
+
+def _json_walk(value: Any, depth: int, max_depth: int) -> str | None:
+    if depth > max_depth:
+        return f"JSON nested deeper than {max_depth} levels"
+    if isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                return f"object key {key!r} is not a string"
+        members: Iterable[tuple[str | None, Any]] = reversed(value.items())
+    elif isinstance(value, list):
+        members = ((None, item) for item in reversed(value))
+    else:
+        return _lone_surrogate(value)
+    if value and depth == max_depth:  # its members are one level too deep
+        return f"JSON nested deeper than {max_depth} levels"
+    for key, item in members:  # (a scalar is looked at only if it may be at fault)
+        if isinstance(item, (dict, list)):
+            problem = _json_walk(item, depth + 1, max_depth)
+        else:
+            problem = _lone_surrogate(item) if isinstance(item, str) and not item.isascii() \
+                else None
+        if problem is None and key is not None and not key.isascii():
+            problem = _lone_surrogate(key)
+        if problem:
+            return problem
     return None
 
 
-def plain_json(text: str | bytes) -> bool:
-    """Whether JSON text cannot hold what :func:`json_problem` finds, by cheap
-    tests of the bytes: ASCII without NUL (read as UTF-8, where a string gets a lone
-    surrogate only from a ``\\uD8xx``-style escape), no such escape, and fewer brackets
-    than :data:`MAX_NESTING` (no value nests deeper). Most events are such text: their
-    parsed JSON need not be walked.
-
-    >>> plain_json(b'{"a": [1, "x"]}'), plain_json(b"[" * 300)
-    (True, False)
-    >>> plain_json(rb'{"a": "\\ud800"}')
-    False
-    """
-    if not text.isascii():
-        return False
-    data = text.encode("ascii") if isinstance(text, str) else text
-    return b"\x00" not in data and b"\\ud" not in data and b"\\uD" not in data \
-        and data.count(b"[") + data.count(b"{") < MAX_NESTING
+def _lone_surrogate(value: Any) -> str | None:
+    if isinstance(value, str) and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"string {value[:40]!a} holds a lone surrogate: not Unicode text"
+    return None
 
 
 def _require(obj: dict, name: str, kind: type | tuple, source: str, line: int | None) -> Any:
@@ -225,10 +226,8 @@ def _parse_action(obj: Any, source: str, line: int | None) -> Action:
 
 
 def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int | None = None,
-                base_dir: Path | None = None, settings: Settings | None = None,
-                plain: bool = False) -> Event:
-    """Validate one event (a dict or its JSON text) and return it as an :class:`Event`;
-    `plain`: the dict was parsed from text that :func:`plain_json` passed.
+                base_dir: Path | None = None, settings: Settings | None = None) -> Event:
+    """Validate one event (a dict or its JSON text) and return it as an :class:`Event`.
 
     Raises
     ------
@@ -237,7 +236,6 @@ def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int 
     """
     settings = settings or Settings()
     if isinstance(obj, (str, bytes)):
-        plain = plain or plain_json(obj)
         try:
             obj = json.loads(obj)
         except RecursionError:
@@ -247,7 +245,7 @@ def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int 
             raise TraceError(f"not valid JSON ({exc})", source, line) from None
     if not isinstance(obj, dict):
         raise TraceError("an event must be a JSON object", source, line)
-    problem = None if plain else json_problem(obj)
+    problem = json_problem(obj)
     if problem:
         raise TraceError(problem, source, line)
     version = _require(obj, "v", int, source, line)
