@@ -64,6 +64,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
     # 100 records; a checkpoint writes one record per run changed in the last second (675
     # in the benchmark), and waited for them by itself: the stop cost 20-30% of throughput
     app.producer.buffer.max_messages = PRODUCER_BUFFER
+    app.transport = kafka.WorkerTransport(app.conf.broker_consumer, app)  # (see there)
     names = cfg.topics
     raw = dict(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
     topics = {

@@ -1,6 +1,7 @@
 """The worker's logic without a broker: StreamProcessor on the example runs."""
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import random
@@ -26,7 +27,9 @@ from streamkit import (
 from stream.registry import ModelRegistry
 from stream.replay import read_events
 from stream.deadletter import dlq_reason
-from stream.config import WorkerSettings
+from stream import kafka
+from stream.app import create_app
+from stream.config import WorkerConfig, WorkerSettings
 from stream.processor import StreamProcessor
 from stream.records import DictStore, Source
 
@@ -337,3 +340,16 @@ def test_the_exported_metric_names_are_those_of_the_alert_rules_and_dashboard():
     for cause in ("product_bug", "agent_error"):
         assert f'trustlayer_failure_causes_total{{cause="{cause}",task="{task}"}} 2.0' in text
     assert f'trustlayer_open_runs{{task="{task}"}} 0.0' in text
+
+
+def test_the_worker_consumer_asks_the_broker_to_hold_a_fetch_briefly():
+    """Faust asks 1.5 s; a fetch of only quiet partitions then kept events already on the
+    broker from the worker that long (see stream.kafka.WORKER_FETCH_MAX_WAIT_MS)."""
+    app, _ = create_app(WorkerConfig())
+
+    async def held() -> int:  # (aiokafka makes its clients in a running loop)
+        client = app.consumer._thread._create_worker_consumer(app.transport)
+        await client.stop()
+        return client._fetch_max_wait_ms
+
+    assert asyncio.run(held()) == kafka.WORKER_FETCH_MAX_WAIT_MS < 1500
