@@ -178,7 +178,9 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
                 raise publisher.exception()
 
     async def go() -> None:
-        consumer = clients.consumer(kafka.bootstrap, topics.verdicts, auto_offset_reset="latest")
+        # (a fetch of the verdicts' quiet partitions would hold the others' for 500 ms)
+        consumer = clients.consumer(kafka.bootstrap, topics.verdicts, auto_offset_reset="latest",
+                                    fetch_max_wait_ms=clients.WORKER_FETCH_MAX_WAIT_MS)
         await consumer.start()
         await asyncio.sleep(1.0)
         try:
