@@ -199,6 +199,19 @@ def test_a_run_that_gave_their_answer_where_they_gave_it_ends_as_they_end():
     assert judge_run(model, error).verdict == "fail"
 
 
+def test_who_is_to_blame_for_a_wrong_answer_is_what_the_screen_showed():
+    queries = ["select count(*) from works", "select n from totals where kind = 'works'",
+               "select sum(n) from counts"]
+    model = learn([query_run(f"train-{n}", q, "78", "78") for n, q in enumerate(queries)])
+    # the screen showed what successful runs read off it, and the agent reported another
+    misread = judge_run(model, query_run("misread", queries[0], "78", "87"))
+    assert misread.verdict == "fail" and misread.cause == "agent_error"
+    assert "its screen showed that value" in misread.reason
+    # the product showed another value where they read it, and the agent reported it
+    shown = judge_run(model, query_run("shown", queries[0], "81", "81"))
+    assert shown.verdict == "fail" and shown.cause == "product_bug"
+
+
 def test_an_end_shows_what_every_run_ending_there_showed_of_its_work():
     model = learn(TRAINING)
     [end] = model.accepting

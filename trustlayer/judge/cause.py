@@ -24,7 +24,7 @@ from typing import Sequence
 
 from trustlayer.graph_marks import SUCCESS
 from trustlayer.judge.history import Observed
-from trustlayer.judge.phases import where
+from trustlayer.judge.phases import phase_gaps, where
 from trustlayer.model import Model
 from trustlayer.observe.steps import NO_ACTION, PASSIVE
 
@@ -45,18 +45,21 @@ def _shown(model: Model, entries: Sequence[Observed]) -> str:
     return ", ".join(names)
 
 
-def _usual(model: Model, segment: int, known: Observed | None) -> set[str]:
-    usual = set(model.segment_actions[segment]) if segment < len(model.segment_actions) else set()
+def _usual(model: Model, position: int, known: Observed | None) -> set[str]:
+    """What successful runs did anywhere in the phase of the run's next milestone
+    (`position`), and from the state the run was in."""
+    gaps = model.segment_actions
+    usual = set().union(*(gaps[i] for i in phase_gaps(model, position) if i < len(gaps)))
     if known is not None:
         usual |= set().union(*(model.out_actions(s) for s in known.ids))
     return usual | {NO_ACTION}
 
 
-def _unusual(model: Model, segment: int, known: Observed | None,
+def _unusual(model: Model, position: int, known: Observed | None,
              entry: Observed) -> list[str]:
     """The actions leading to `entry` that successful runs never took at this point;
     waiting or scrolling is never one (the product stays as it is)."""
-    usual = _usual(model, segment, known)
+    usual = _usual(model, position, known)
     return [a for a in entry.via if a not in usual and not a.startswith(PASSIVE)]
 
 
@@ -73,7 +76,7 @@ def _unaccepted_end(model: Model, history: Sequence[Observed]) -> str:
 
 def explain_failure(model: Model, history: Sequence[Observed], position: int,
                     matched: Sequence[str], headline: str | None = None,
-                    output_shown: bool = False) -> tuple[str, str]:
+                    output_shown: bool = False, expected_shown: bool = False) -> tuple[str, str]:
     """Reason and cause for a run that ended without every milestone, with every
     milestone but not in a state where successful runs end, or with what `headline`
     says (a required output given another value).
@@ -82,7 +85,11 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
     showed (the model states it matched, the actions that led to it, words no training
     state showed); `position` is the index of the first milestone not reached;
     `output_shown` tells whether the screen the agent gave a required output from showed
-    the (wrong) value it gave.
+    the (wrong) value it gave, `expected_shown` whether it showed the value every
+    successful run gave.
+
+    A run whose screen showed the value every successful run gave, but that gave another,
+    read the wrong thing off a product that showed the right one: *agent_error*.
 
     A run that ended where successful runs end, but gave a required output another value
     that its screen showed, met a product showing a wrong value on a screen otherwise
@@ -90,6 +97,9 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
     """
     missing = next((s for s in model.essential[position:] if s not in model.soft), None)
     last = matched[-1] if matched else None
+    if headline is not None and expected_shown:
+        return (f"{headline}: its screen showed that value, as the screens of successful runs "
+                "did, and the agent gave another", AGENT_ERROR)
     if headline is not None and output_shown and history and history[-1].ends:
         return (f"{headline}: the run ended as successful runs end, and the agent gave the "
                 "value the product showed it", PRODUCT_BUG)

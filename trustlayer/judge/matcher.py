@@ -48,6 +48,7 @@ class Matcher:
         self.start_ts: float | None = None
         self.outputs: dict[str, str] = {}  # required call -> the last value the agent gave
         self.outputs_shown: dict[str, bool] = {}  # ... and whether the screen showed it
+        self.expected_shown: dict[str, bool] = {}  # ... and the value successful runs gave
         self.removals = RemovalLedger(model.required_removals)
         self.reshaped: list[str] = []  # transient milestones met with other counts (each
         # the milestone reached by that step: see _observe)
@@ -84,6 +85,8 @@ class Matcher:
                 and (call := output_call(event.action)) in self.model.required_outputs:
             self.outputs[call] = event.action.value
             self.outputs_shown[call] = shows(self.builder.previous_lines, event.action.value)
+            self.expected_shown[call] = shows(self.builder.previous_lines,
+                                              self.model.required_outputs[call])
         before = self.builder.previous_lines
         step = self.builder.feed(event)
         if step is not None:
@@ -240,9 +243,11 @@ class Matcher:
         headline = None if wrong is None else (
             f"the agent called {wrong[0]}:{wrong[1]}; every successful run called it "
             f"with '{wrong[2]}'")
+        call = wrong[0] if wrong is not None else None
         reason, cause = explain_failure(self.model, self.history, self.position,
                                         list(self.matched_at), headline,
-                                        wrong is not None and self.outputs_shown[wrong[0]])
+                                        self.outputs_shown.get(call, False),
+                                        self.expected_shown.get(call, False))
         if not self.status.missing and not self._accepted():
             self.status.missing = [" or ".join(self.model.name(s) for s in self.model.accepting)]
         self._fail(seq, reason, cause)
@@ -286,6 +291,7 @@ class Matcher:
                 "history": [list(entry) for entry in self.history],
                 "matched_at": self.matched_at, "start_ts": self.start_ts,
                 "outputs": self.outputs, "outputs_shown": self.outputs_shown,
+                "expected_shown": self.expected_shown,
                 "removed": {path: sorted(lines) for path, lines in self.removals.removed.items()},
                 "unseen": sorted(self.removals.unseen), "reshaped": self.reshaped,
                 "holders": {path: {line: sorted(held) for line, held in holders.items()}
@@ -306,6 +312,7 @@ class Matcher:
         matcher.matched_at, matcher.start_ts = dict(data["matched_at"]), data["start_ts"]
         matcher.outputs = dict(data.get("outputs", {}))
         matcher.outputs_shown = dict(data.get("outputs_shown", {}))
+        matcher.expected_shown = dict(data.get("expected_shown", {}))
         # (records written before these were kept hold none)
         matcher.removals.removed = {path: set(lines)
                                     for path, lines in data.get("removed", {}).items()}

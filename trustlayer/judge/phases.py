@@ -120,6 +120,26 @@ def frame_phases(model: Model, history: Sequence[Observed]) -> list[int]:
     return result
 
 
+def phase_gaps(model: Model, position: int) -> range:
+    """The gaps between milestones (indices of ``model.segment_actions``: gap ``i`` comes
+    before ``model.essential[i]``) that make up the phase of a run whose next milestone
+    is ``model.essential[position]``: from the gap after the last hard milestone before it
+    to the gap before the next hard one. Milestones a run may skip do not cut a phase, so
+    what successful runs did on either side of one is done at the same point of the task.
+
+    >>> from trustlayer.model import Model
+    >>> from trustlayer.settings import Settings
+    >>> model = Model("t", 1, {}, [], ["a", "b", "c"], ["b"], [], {}, {}, [], Settings())
+    >>> list(phase_gaps(model, 1)), list(phase_gaps(model, 2)), list(phase_gaps(model, 3))
+    ([1, 2], [1, 2], [3])
+    """
+    soft = set(model.soft)
+    hard = [i for i, sid in enumerate(model.essential) if sid not in soft]
+    first = max((i + 1 for i in hard if i < position), default=0)
+    last = min((i for i in hard if i >= position), default=len(model.essential))
+    return range(first, last + 1)
+
+
 def where(model: Model, missing: str | None = None) -> str:
     """Where a run that never reached milestone `missing` (an id, or its name) failed:
     ``"in phase 'Saving completed' after 'hello world'"`` (phases named as in
