@@ -25,7 +25,7 @@ from stream_workloads import (EXAMPLES, PARTITIONS, events_processed, produce, s
 from aiokafka import AIOKafkaConsumer
 
 from stream import kafka as clients
-from stream.config import WorkerSettings
+from stream.config import GC_THRESHOLDS, WorkerSettings
 from stream.processes import free_port, stop_process
 from stream.processor import StreamProcessor
 from stream.records import DictStore, Source
@@ -39,8 +39,10 @@ from trustlayer.observe.traces import run_of_events
 FLEET_AGENTS = 24  # runners publishing at once in the latency runs
 
 NOTHING_APP = textwrap.dedent('''
-    import os, sys, time
+    import gc, os, sys, time
     import faust
+
+    gc.set_threshold(*map(int, os.environ["GC"].split(",")))  # as the worker does
 
     app = faust.App(os.environ["APP_ID"], broker="kafka://" + os.environ["BOOTSTRAP"],
                     store="memory://", autodiscover=False, web_enabled=False,
@@ -130,7 +132,8 @@ def nothing_throughput(kafka, topic: str, n: int, work: Path) -> float:
     script = work / "nothing_app.py"
     script.write_text(NOTHING_APP)
     env = dict(os.environ, APP_ID=f"nothing-{uuid.uuid4().hex[:6]}", BOOTSTRAP=kafka.bootstrap,
-               TOPIC=topic, N=str(n), FETCH=str(clients.MAX_REQUEST_BYTES))
+               TOPIC=topic, N=str(n), FETCH=str(clients.MAX_REQUEST_BYTES),
+               GC=",".join(map(str, GC_THRESHOLDS)))
     proc = subprocess.Popen([sys.executable, str(script), "worker"], env=env, cwd=work,
                             stdout=subprocess.PIPE, stderr=open(work / "nothing.log", "ab"), text=True)
     try:

@@ -16,6 +16,7 @@ started again (:mod:`stream.watchdog`).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import sys
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 import faust
 
 from stream import kafka
-from stream.config import WorkerConfig
+from stream.config import GC_THRESHOLDS, WorkerConfig
 from stream.runtime import Runtime
 from stream.supervise import RESTART as EXIT_RESTART
 from stream.tables import declare_tables
@@ -125,6 +126,7 @@ def run_worker(cfg: WorkerConfig, loglevel: str = "warning", stalls: int = 0) ->
         cfg.partitions = actual
     # Faust's internal topics too, before the first assignment (see stream.topics)
     ensure_topics(cfg.bootstrap, cfg.topics, cfg.partitions, extra=worker_topics(cfg.app_id))
+    gc.set_threshold(*GC_THRESHOLDS)
     app, rt = create_app(cfg)
     rt.metrics.stalls.labels("restarted").inc(stalls)
     if cfg.settings.refine and not cfg.train_dirs:
