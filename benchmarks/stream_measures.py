@@ -207,9 +207,53 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
     finally:
         for proc in procs:
             proc.stop(20)
-    samples.sort()
+    return _quantiles(samples)
+
+
+def _quantiles(samples: list[float]) -> tuple[float, float, int]:
+    """p50, p99 (ms) of `samples` (seconds), and how many there are."""
+    samples = sorted(samples)
     quantile = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))] * 1000
     return quantile(0.5), quantile(0.99), len(samples)
+
+
+def broker_latency(kafka, runs: list[list[dict]], rate: float) -> tuple[float, float, int]:
+    """p50, p99 (ms) from publishing an event to a plain aiokafka consumer (in this process,
+    fetching as the worker does) receiving it, the same fleet at the same rate: what the
+    broker, the publisher and this machine take with no worker (one hop; a verdict takes two)."""
+    topics = topic_names(f"hop-{uuid.uuid4().hex[:6]}")
+    ensure_topics(kafka.bootstrap, topics)
+    sent_at: dict = {}
+    samples: list[float] = []
+
+    async def go() -> None:
+        consumer = clients.consumer(kafka.bootstrap, topics.events, auto_offset_reset="latest",
+                                    fetch_max_wait_ms=clients.WORKER_FETCH_MAX_WAIT_MS)
+        await consumer.start()
+        await asyncio.sleep(1.0)
+        publisher = asyncio.create_task(produce(kafka.bootstrap, topics.events,
+                                                interleave(runs, FLEET_AGENTS), rate, sent_at))
+        pending, seen = sum(len(run) for run in runs), set()
+        try:
+            while pending:
+                batches = await consumer.getmany(timeout_ms=1000)
+                now = time.time()
+                for records in batches.values():
+                    pending -= len(records)
+                    for record in records:
+                        event = json.loads(record.value)
+                        key = (event["run_id"], event["ts"])
+                        if key in sent_at and key not in seen:  # as sent_at: the first one
+                            seen.add(key)
+                            samples.append(now - sent_at[key])
+                if not batches and publisher.done() and publisher.exception():
+                    raise publisher.exception()
+        finally:
+            await publisher
+            await consumer.stop()
+
+    asyncio.run(go())
+    return _quantiles(samples)
 
 
 def processing_cost(registry: ModelRegistry, runs: list[list[dict]]) -> float:

@@ -29,8 +29,8 @@ import uuid
 from pathlib import Path
 
 # the benchmark modules put the repository on sys.path for the imports below them
-from stream_measures import (FLEET_AGENTS, latency, nothing_throughput, plain_loop,
-                             screenshot_cost, worker_throughput)
+from stream_measures import (FLEET_AGENTS, broker_latency, latency, nothing_throughput,
+                             plain_loop, screenshot_cost, worker_throughput)
 from stream_workloads import EXAMPLES, PARTITIONS, copies, produce, text_only
 
 from stream.broker import EmbeddedKafka
@@ -104,6 +104,9 @@ def main() -> int:
                                       warmup=copies(test, len(test), f"w{tag}"))
             print(f"   {workers} worker{'s' if workers > 1 else ' '}: p50 {p50:6.1f} ms  "
                   f"p99 {p99:6.1f} ms  ({count} verdicts; goal p99 <= 50 ms)")
+        p50, p99, count = broker_latency(kafka, copies(test, n_runs, f"h{tag}"), args.rate)
+        print(f"   no worker: p50 {p50:6.1f} ms  p99 {p99:6.1f} ms  ({count} events received by a "
+              f"plain consumer: the broker and this machine alone, one hop of a verdict's two)")
     return 0
 
 
