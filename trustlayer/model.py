@@ -103,10 +103,10 @@ class Model:
     habit: skipped with a warning), ``transient`` (milestones that are a tool's report on
 the finished work, met in another shape too), ``required_outputs`` (tool calls every successful run
     made with one value), ``required_removals`` (code lines every successful run removed,
-:mod:`trustlayer.observe.edits`), ``files_change_alone`` (whether a successful run's files
-ever changed with no action of its agent), ``end_evidence`` (per accepting state, what every
-run ending there showed of its finished work beyond what the state requires) and ``warnings`` (what the learner noticed for a
-person to check).
+    :mod:`trustlayer.observe.edits`), ``files_change_alone`` (whether a successful run's
+    files ever changed with no action of its agent), ``end_evidence`` (per accepting
+    state, what every run ending there showed of its finished work beyond what the state
+    requires) and ``warnings`` (what the learner noticed for a person to check).
     ``soft`` holds the essential states a run may skip: interruptions and incidental ones.
     """
 

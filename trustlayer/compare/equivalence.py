@@ -17,16 +17,16 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Collection
 
 import numpy as np
 from PIL import Image
 
 from trustlayer.compare.index import index_of
-from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.compare.visual import hamming, masked_ssim
 from trustlayer.model import Model, ModelState
+from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.templates import Profile, shape_of, word_tokens
 from trustlayer.settings import Settings
@@ -71,7 +71,7 @@ def _visual(fp: Fingerprint, state: ModelState, settings: Settings) -> Decision:
     return Decision("unsure", "ssim", evidence)
 
 
-def _tolerated(unexplained: list[str], fp: Fingerprint, state: ModelState, settings: Settings,
+def _tolerated(unexplained: Collection[str], fp: Fingerprint, state: ModelState, settings: Settings,
                known_words: frozenset[str]) -> bool:
     """Whether the unexplained lines are within what the state's successful members showed
     of each other (its learned tolerance, at least ``known_line_tolerance``), when none
@@ -209,8 +209,8 @@ def ends_like_success(model: Model, fp: Fingerprint, ids: list[str]) -> bool:
     """Whether an observed state (matching model states `ids`) is evidence of the goal:
     one of the states where successful runs ended (showing what every run ending there
     showed of its finished work, ``model.end_evidence``), or like all their last states
-    together (``model.ending``: every line they all show, nothing beyond the variety they showed
-    among themselves, no learned value changed)."""
+    together (``model.ending``: every line they all show, nothing beyond the variety they
+    showed among themselves, no learned value changed)."""
     if not model.accepting:
         return True
     ended = set(ids) & set(model.accepting)
@@ -227,9 +227,8 @@ def ends_like_success(model: Model, fp: Fingerprint, ids: list[str]) -> bool:
         return False
     if not ending.profile.shows_every_salient(fp.lines):
         return False
-    _, unexplained = ending.profile.compare(fp.lines)
-    return _tolerated(unexplained, fp, ending, model.settings, index_of(model).known_words)
-
+    return _tolerated(ending.profile.unexplained(fp.lines), fp, ending, model.settings,
+                      index_of(model).known_words)
 
 
 def at_an_end_place(model: Model, fp: Fingerprint) -> bool:

@@ -144,8 +144,10 @@ class Matcher:
                 self.matched_at[essential[target]] = seq
                 self.position = target + 1
                 # one report meets the reports successful runs made one after another
+                transient = self.model.transient
                 while self.position < len(essential) and essential[self.position] in ids \
-                        and {essential[target], essential[self.position]} <= set(self.model.transient):
+                        and essential[target] in transient \
+                        and essential[self.position] in transient:
                     self.matched_at[essential[self.position]] = seq
                     self.position += 1
                 self.status.warnings = []
@@ -281,9 +283,9 @@ class Matcher:
 
     def snapshot(self) -> dict[str, Any]:
         """What the matcher needs to resume, JSON-serialisable (see :meth:`restore`): the
-        history as rows of :data:`~trustlayer.judge.history.HISTORY_FIELDS`, and of the previous state's lines only
-        those the next step reads (its file facts; every line when the model requires
-        outputs, whose values are looked up on that screen)."""
+        history as rows of :data:`~trustlayer.judge.history.HISTORY_FIELDS`, and of the
+        previous state's lines only those the next step reads (its file facts; every line
+        when the model requires outputs, whose values are looked up on that screen)."""
         previous = self.builder.previous_lines
         if previous is not None and not self.model.required_outputs:
             previous = file_facts(previous)

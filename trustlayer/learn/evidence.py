@@ -12,10 +12,10 @@ Each read from the training data, never from rules about one application:
   trace and were stale by the end. No trace: what the state added (a tool's output, a
   status line, a file's text read, a page left for another) is not in the run's last
   state at the same place (title and URL), or the product showed it on its own (a
-  screen loaded, a news toast left open: not the agent's work). Stale: the run changed something lasting
-  after it (a file written, text typed, a filter applied), so what it showed was about
-  a world that no longer is (a bug reproduced before the fix, a baseline test run, a
-  cursor position before typing, the table before filtering). Successful runs merely
+  screen loaded, a news toast left open: not the agent's work). Stale: the run changed
+  something lasting after it (a file written, text typed, a filter applied), so what it
+  showed was about a world that no longer is (a bug reproduced before the fix, a baseline
+  test run, a cursor position before typing, the table before filtering). Successful runs merely
   shared such a habit; a run may skip it with a warning. A milestone that leaves
   something behind, or observed the finished work (the last test run, the page visited
   last before the end) stays required.
@@ -41,8 +41,7 @@ from typing import Mapping, Sequence
 from trustlayer.observe.canonical import PLACE_PREFIXES, content_lines
 from trustlayer.observe.context import context_lines
 from trustlayer.observe.steps import Step, by_agent
-from trustlayer.observe.templates import Profile
-from trustlayer.observe.templates import WILDCARD, template_form
+from trustlayer.observe.templates import WILDCARD, Profile, template_form
 from trustlayer.observe.traces import Action, Observation, Run
 
 Path = Sequence[tuple[str, Step]]  # a run's (model state id, step) in order
@@ -138,7 +137,8 @@ def before_the_work(path: Path) -> list[Step]:
     return [step for _, step in path[:first]]
 
 
-def end_evidence(profile: Profile, ends: Sequence[tuple[frozenset[str], frozenset[str]]]) -> list[str]:
+def end_evidence(profile: Profile,
+                 ends: Sequence[tuple[frozenset[str], frozenset[str]]]) -> list[str]:
     """What an accepting state's ends showed of the finished work, beyond what the state
     requires: the templates of `profile` that every run ending there showed in its last
     state and not before its work (`ends`: per such run, its last state's lines and the

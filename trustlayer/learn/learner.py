@@ -282,7 +282,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                           settings.thumbnail_size,
                           [untouched_facts(steps[rid][-1].fingerprint.lines) for rid in run_ids])
     ends_of = {sid: [(steps[rid][-1].fingerprint.lines,
-                      frozenset().union(*(step.fingerprint.lines for step in before_the_work(path))))
+                      frozenset().union(*(step.fingerprint.lines
+                                          for step in before_the_work(path))))
                      for rid, path in paths.items() if path[-1][0] == sid] for sid in accepting}
     evidence_of_ends = {sid: found for sid, ends in ends_of.items()
                         if (found := end_evidence(states[sid].profile, ends))}
@@ -309,7 +310,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                   segment_actions=_segment_actions(essential, paths),
                   convergence=convergence_points(graph),
                   training_runs=run_ids, settings=settings, end_evidence=evidence_of_ends,
-                  files_change_alone=any(step.files_moved for run in steps.values() for step in run))
+                  files_change_alone=any(step.files_moved for run in steps.values()
+                                         for step in run))
     negatives = _negatives(model, failed, causes or {}, settings)
     name_states(negatives, {}, {}, {})
     for negative in negatives:

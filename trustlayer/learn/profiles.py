@@ -30,6 +30,17 @@ def _can_merge(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
                for i in differing)
 
 
+def _absorb(other: int, into: int, group_of: dict[str, int],
+            bodies: dict[int, tuple[str, ...]], owners: dict[int, set[int]]) -> None:
+    """Group `other` becomes part of group `into`: its members and its lines (the caller
+    sets the merged body)."""
+    owners[into] |= owners.pop(other)
+    del bodies[other]
+    for line, group in group_of.items():
+        if group == other:
+            group_of[line] = into
+
+
 def _merge_by_key(lines: list[str], split: dict, group_of: dict[str, int],
                   bodies: dict[int, tuple[str, ...]], owners: dict[int, set[int]]) -> None:
     """Second pass: lines still apart that start with the same ``key:`` and never stand
@@ -47,11 +58,7 @@ def _merge_by_key(lines: list[str], split: dict, group_of: dict[str, int],
         for other in groups[1:]:
             if other in bodies and first in bodies and not owners[first] & owners[other] \
                     and bodies[first] != bodies[other]:
-                owners[first] |= owners.pop(other)
-                del bodies[other]
-                for line, group in group_of.items():
-                    if group == other:
-                        group_of[line] = first
+                _absorb(other, first, group_of, bodies, owners)
                 merged = True
         if merged:
             bodies[first] = key + (REST,)
@@ -104,11 +111,7 @@ def learn_profile(members: Sequence[frozenset[str]],
                 and bodies[a] != bodies[b]:
             continue
         bodies[a] = tuple(x if x == y else WILDCARD for x, y in zip(bodies[a], bodies[b]))
-        owners[a] |= owners.pop(b)
-        del bodies[b]
-        for line, group in group_of.items():
-            if group == b:
-                group_of[line] = a
+        _absorb(b, a, group_of, bodies, owners)
     _merge_by_key(lines, split, group_of, bodies, owners)
     prefixes = {group_of[line]: split[line][0] for line in lines}
     groups = sorted(bodies)
