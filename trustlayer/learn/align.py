@@ -25,11 +25,14 @@ class Shape:
     """What the alignment compares of one state, computed once per state rather than once
     per pair of states: its content lines and the fields they fill, by kind of content."""
 
-    __slots__ = ("fingerprint", "content", "structured", "kinds")
+    __slots__ = ("fingerprint", "content", "structured", "kinds", "key")
 
     def __init__(self, fingerprint: Fingerprint):
         self.fingerprint = fingerprint
         self.content = content_lines(fingerprint.lines)
+        #: all that :func:`similarity` reads: states of other runs that show the same thing
+        #: (a start screen, a file left as it was) are compared once
+        self.key = (self.content, fingerprint.image_sha, fingerprint.phash)
         self.structured = fingerprint.has_structure
         by_kind: dict[str, set[str]] = {}
         for line in self.content:
@@ -91,13 +94,30 @@ def align_pair(left: Sequence[Fingerprint], right: Sequence[Fingerprint],
     >>> align_pair(a, b, s)
     [(1, 1, 1.0)]
     """
-    return _align([Shape(fp) for fp in left], [Shape(fp) for fp in right], settings)
+    return _align([Shape(fp) for fp in left], [Shape(fp) for fp in right], settings, {})
 
 
-def _align(left: Sequence[Shape], right: Sequence[Shape],
-           settings: Settings) -> list[tuple[int, int, float]]:
+def _similarities(left: Sequence[Shape], right: Sequence[Shape], settings: Settings,
+                  known: dict[tuple, float]) -> list[list[float]]:
+    """The similarity of every pair, each pair of distinct shape keys computed once
+    (`known` keeps them between calls)."""
+    rows = []
+    for a in left:
+        row = []
+        for b in right:
+            pair = (a.key, b.key)
+            value = known.get(pair)
+            if value is None:
+                value = known[pair] = similarity(a, b, settings)
+            row.append(value)
+        rows.append(row)
+    return rows
+
+
+def _align(left: Sequence[Shape], right: Sequence[Shape], settings: Settings,
+           known: dict[tuple, float]) -> list[tuple[int, int, float]]:
     n, m = len(left), len(right)
-    sim = [[similarity(a, b, settings) for b in right] for a in left]
+    sim = _similarities(left, right, settings, known)
     score = [[0.0] * (m + 1) for _ in range(n + 1)]
     for i in range(1, n + 1):
         for j in range(1, m + 1):
@@ -168,8 +188,9 @@ def group_states(runs: Sequence[Sequence[Fingerprint]], settings: Settings) -> l
         for i, j in combinations(range(len(run)), 2):
             if same_observation(run[i], run[j], settings):
                 candidates.append((2.0, (r, i), (r, j)))
+    known: dict[tuple, float] = {}
     for (r, left), (q, right) in combinations(enumerate(shapes), 2):
-        for i, j, s in _align(left, right, settings):
+        for i, j, s in _align(left, right, settings, known):
             candidates.append((s, (r, i), (q, j)))
     for _, a, b in sorted(candidates, key=lambda c: (-c[0], c[1], c[2])):
         groups.union(a, b)

@@ -5,6 +5,7 @@ one template with wildcards there; a template every member shows is salient.
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Sequence
 
 from trustlayer.observe.canonical import content_lines
@@ -174,9 +175,17 @@ def learned_tolerance(members: Sequence[frozenset[str]]) -> float:
     """
     if len(members) < 2:
         return 0.0
-    shares = []
-    for left_out, member in enumerate(members):
-        others = learn_profile([m for i, m in enumerate(members) if i != left_out])
+    # Every line the other members show is explained by their templates, and templates
+    # depend on which lines members show together, not on how many show them: only a
+    # member with lines of its own can show what the others' templates do not explain,
+    # and its others are the distinct members but it.
+    shown = Counter(line for member in members for line in member)
+    distinct = list(dict.fromkeys(members))
+    shares = [0.0]
+    for member in distinct:
+        if all(shown[line] > 1 for line in member):
+            continue
+        others = learn_profile([m for m in distinct if m is not member])
         _, unexplained = others.compare(member)
         shares.append(min(1.0, len(unexplained) / max(1, len(content_lines(member)))))
     return round(max(shares), 4)
