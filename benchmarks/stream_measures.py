@@ -147,10 +147,12 @@ def nothing_throughput(kafka, topic: str, n: int, work: Path) -> float:
 
 
 def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: int,
-            work: Path, warmup: list[list[dict]]) -> tuple[float, float, int]:
+            work: Path, warmup: list[list[dict]]) -> tuple[float, float, int, dict[str, float]]:
     """p50, p99 (ms) from publishing an event to receiving the verdict it caused, in a
     steady state: the `warmup` runs go through first (unmeasured), then `runs` come from a
-    fleet of FLEET_AGENTS runners at `rate` events/s."""
+    fleet of FLEET_AGENTS runners at `rate` events/s; and the CPU (seconds per second) the
+    workers, the broker and this process (the fleet and the verdicts' reader) used
+    meanwhile: on a small machine they compete for its cores."""
     prefix = f"bl-{uuid.uuid4().hex[:6]}"
     topics = topic_names(prefix)
     ensure_topics(kafka.bootstrap, topics)
@@ -159,6 +161,11 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
              for i in range(workers)]
     sent_at: dict = {}
     samples: list[float] = []
+    cpu: dict[str, float] = {}
+
+    def cpu_now() -> dict[str, float]:
+        return {"wall": time.monotonic(), "workers": sum(tree_cpu(p.proc.pid) for p in procs),
+                "broker": tree_cpu(kafka.pid), "benchmark": time.process_time()}
 
     async def until_final(consumer: AIOKafkaConsumer, run_ids: set[str],
                           publisher: asyncio.Task | None = None) -> None:
@@ -189,12 +196,16 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
         try:
             await produce(kafka.bootstrap, topics.events, interleave(warmup))
             await until_final(consumer, {run[0]["run_id"] for run in warmup})
+            before = cpu_now()
             publisher = asyncio.create_task(produce(kafka.bootstrap, topics.events,
                                                     interleave(runs, FLEET_AGENTS), rate, sent_at))
             try:
                 await until_final(consumer, {run[0]["run_id"] for run in runs}, publisher)
             finally:
                 await publisher
+            after = cpu_now()
+            wall = after.pop("wall") - before.pop("wall")
+            cpu.update({name: (after[name] - before[name]) / wall for name in after})
         finally:
             await consumer.stop()
 
@@ -207,7 +218,7 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
     finally:
         for proc in procs:
             proc.stop(20)
-    return _quantiles(samples)
+    return (*_quantiles(samples), cpu)
 
 
 def _quantiles(samples: list[float]) -> tuple[float, float, int]:

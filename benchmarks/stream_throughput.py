@@ -100,10 +100,12 @@ def main() -> int:
         for workers in (1, 2):
             tag = uuid.uuid4().hex[:4]
             lat_runs = copies(test, n_runs, f"l{tag}")
-            p50, p99, count = latency(kafka, models, lat_runs, args.rate, workers, work,
-                                      warmup=copies(test, len(test), f"w{tag}"))
+            p50, p99, count, cpu = latency(kafka, models, lat_runs, args.rate, workers, work,
+                                           warmup=copies(test, len(test), f"w{tag}"))
             print(f"   {workers} worker{'s' if workers > 1 else ' '}: p50 {p50:6.1f} ms  "
                   f"p99 {p99:6.1f} ms  ({count} verdicts; goal p99 <= 50 ms)")
+            print(f"      CPU meanwhile (s/s, {os.cpu_count()} cores): workers {cpu['workers']:.2f}, "
+                  f"broker {cpu['broker']:.2f}, fleet and verdict reader {cpu['benchmark']:.2f}")
         p50, p99, count = broker_latency(kafka, copies(test, n_runs, f"h{tag}"), args.rate)
         print(f"   no worker: p50 {p50:6.1f} ms  p99 {p99:6.1f} ms  ({count} events received by a "
               f"plain consumer: the broker and this machine alone, one hop of a verdict's two)")
