@@ -33,7 +33,7 @@ from trustlayer.learn.learner import learn
 from trustlayer.model import Model, ModelState
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.templates import Profile
-from trustlayer.observe.traces import read_runs
+from trustlayer.observe.traces import load_labels, read_runs
 from trustlayer.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,7 +53,7 @@ def bench_learn() -> dict[str, Model]:
 
 
 def bench_learn_scaling(name: str = "coding-dev") -> None:
-    labels = json.loads((ROOT / name / "test" / "labels.json").read_text())
+    labels = load_labels(ROOT / name / "test")
     base = read_runs([ROOT / name / "train"]) + [
         run for run in read_runs([ROOT / name / "test"])
         if labels[run.run_id]["outcome"] == "success"]

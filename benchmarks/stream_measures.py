@@ -161,7 +161,6 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
              for i in range(workers)]
     sent_at: dict = {}
     samples: list[float] = []
-    cpu: dict[str, float] = {}
 
     def cpu_now() -> dict[str, float]:
         return {"wall": time.monotonic(), "workers": sum(tree_cpu(p.proc.pid) for p in procs),
@@ -187,7 +186,7 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
                     and publisher.exception():
                 raise publisher.exception()
 
-    async def go() -> None:
+    async def go() -> dict[str, float]:
         # (a fetch of the verdicts' quiet partitions would hold the others' for 500 ms)
         consumer = clients.consumer(kafka.bootstrap, topics.verdicts, auto_offset_reset="latest",
                                     fetch_max_wait_ms=clients.WORKER_FETCH_MAX_WAIT_MS)
@@ -205,7 +204,7 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
                 await publisher
             after = cpu_now()
             wall = after.pop("wall") - before.pop("wall")
-            cpu.update({name: (after[name] - before[name]) / wall for name in after})
+            return {name: (after[name] - before[name]) / wall for name in after}
         finally:
             await consumer.stop()
 
@@ -214,7 +213,7 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
             wait_ready(proc)
         if workers > 1:
             time.sleep(2.0)  # the group settles
-        asyncio.run(go())
+        cpu = asyncio.run(go())
     finally:
         for proc in procs:
             proc.stop(20)

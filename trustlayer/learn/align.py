@@ -12,7 +12,6 @@ from itertools import combinations
 from typing import Sequence
 
 from trustlayer.compare.visual import hamming
-from trustlayer.observe.canonical import content_lines
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.templates import field_of
 from trustlayer.settings import Settings
@@ -29,7 +28,7 @@ class Shape:
 
     def __init__(self, fingerprint: Fingerprint):
         self.fingerprint = fingerprint
-        self.content = content_lines(fingerprint.lines)
+        self.content = fingerprint.content
         #: all that :func:`similarity` reads: states of other runs that show the same thing
         #: (a start screen, a file left as it was) are compared once
         self.key = (self.content, fingerprint.image_sha, fingerprint.phash)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from trustlayer.observe.canonical import PLACE_PREFIXES, content_lines
+from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.context import context_lines
 from trustlayer.observe.steps import Step, by_agent
 from trustlayer.observe.templates import WILDCARD, Profile, template_form
@@ -111,12 +111,12 @@ def _lasting_additions(path: Path) -> list[bool]:
     (a page loading, a news toast left open) is not the agent's work. The first step adds
     all it shows: a page a run started on counts only if the run ended there."""
     last_step = path[-1][1]
-    last, last_place = content_lines(last_step.fingerprint.lines), _place(last_step)
+    last, last_place = last_step.fingerprint.content, _place(last_step)
     lasting = []
     previous: frozenset[str] = frozenset()
     for _, here in path:
-        added = content_lines(here.fingerprint.lines) - previous
-        previous = content_lines(here.fingerprint.lines)
+        added = here.fingerprint.content - previous
+        previous = here.fingerprint.content
         lasting.append(by_agent(here) and _place(here) == last_place and bool(added & last))
     return lasting
 

@@ -46,7 +46,6 @@ from trustlayer.learn.profiles import (
     varied_words,
 )
 from trustlayer.model import Model, ModelState
-from trustlayer.observe.canonical import content_lines
 from trustlayer.observe.edits import required_removals
 from trustlayer.observe.steps import Step, action_signatures, run_steps
 from trustlayer.observe.traces import Run
@@ -104,9 +103,9 @@ def _interruptions(essential: list[str], paths: dict[str, list[tuple[str, Step]]
             if first == 0:
                 verdicts.append(False)
                 continue
-            before, here = (content_lines(path[i][1].fingerprint.lines) for i in (first - 1, first))
+            before, here = (path[i][1].fingerprint.content for i in (first - 1, first))
             added = here - before
-            after = next((later for later in (content_lines(step.fingerprint.lines)
+            after = next((later for later in (step.fingerprint.content
                                               for _, step in path[first + 1:])
                           if not added & later), None)
             if not added or after is None:
@@ -244,7 +243,7 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     run_ids = sorted(steps)
     groups = group_states([[st.fingerprint for st in steps[rid]] for rid in run_ids], settings)
     groups.sort(key=lambda g: (statistics.mean(i / len(steps[run_ids[r]]) for r, i in g), g[0]))
-    last_lines = [content_lines(steps[rid][-1].fingerprint.lines) for rid in run_ids]
+    last_lines = [steps[rid][-1].fingerprint.content for rid in run_ids]
     state_of: dict[tuple[int, int], str] = {}
     states: dict[str, ModelState] = {}
     for number, group in enumerate(groups):
