@@ -84,6 +84,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
         # Nothing is awaited here: waiting for deliveries inside the rebalance can stall
         # it (the agent awaits its own batch's deliveries; Faust flushes the producer).
+        rt.fetched.clear()
         rt.processor.revoke()
 
     @runs.on_recover
@@ -94,9 +95,11 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
     async def on_training_recovered() -> None:
         rt.training_recovered()
 
+    app.consumer.fetch_sinks[names.events] = rt.fetched.put  # (see stream.kafka)
+
     @app.agent(topics["events"])
-    async def judge(stream: Any) -> None:
-        await rt.judge(stream)
+    async def judge(stream: Any) -> None:  # the agent subscribes the topic
+        await rt.judge()
 
     @app.timer(cfg.commit_interval)
     async def checkpoint() -> None:

@@ -1,6 +1,6 @@
 """Acknowledging processed events only once what they changed is durable.
 
-The judge agent takes events without acknowledging them (``stream.noack_take``), processes
+The judge agent takes events without acknowledging them (:mod:`stream.fetched`), processes
 them and sends their verdicts without waiting. Every interval :meth:`Checkpoint.settle`
 writes the runs changed meanwhile (one changelog record per run, however many of its events
 came), waits until those records and the verdicts are delivered, and only then acknowledges
@@ -11,7 +11,7 @@ of the table: after a crash the records since the last commit come again and
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Iterable, Protocol
+from typing import Any, Awaitable, Callable, Iterable, Protocol
 
 from stream.processor import StreamProcessor
 
@@ -27,16 +27,16 @@ class Settling(Protocol):
 class Checkpoint:
     """Events processed but not yet acknowledged, and what their processing sent."""
 
-    def __init__(self, processor: StreamProcessor, store: Settling):
-        self.processor, self.store = processor, store
-        self.events: list[tuple[Any, Any]] = []  # (stream, event)
+    def __init__(self, processor: StreamProcessor, store: Settling, ack: Callable[[Any], Any]):
+        """`ack` acknowledges one event (Faust's ``consumer.ack(message)``)."""
+        self.processor, self.store, self.ack = processor, store, ack
+        self.events: list[Any] = []
         self.sends: list[Awaitable] = []
         self.verdicts: list[tuple[str, dict]] = []
 
-    def add(self, stream: Any, events: Iterable[Any], out: Output,
-            sends: Iterable[Awaitable]) -> None:
-        """`events` of `stream` were processed into `out`, whose records `sends` deliver."""
-        self.events += [(stream, event) for event in events]
+    def add(self, events: Iterable[Any], out: Output, sends: Iterable[Awaitable]) -> None:
+        """`events` were processed into `out`, whose records `sends` deliver."""
+        self.events += events
         self.sends += sends
         self.verdicts += out.verdicts
 
@@ -48,6 +48,6 @@ class Checkpoint:
         self.processor.flush()
         await asyncio.gather(self.store.settled(), *sends)
         self.processor.delivered(verdicts)
-        for stream, event in events:
-            await stream.ack(event)
+        for event in events:
+            self.ack(event)
         return len(events)

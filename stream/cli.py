@@ -77,7 +77,8 @@ def worker_config(args: argparse.Namespace):
         metrics_port=args.metrics_port, metrics_addr=args.metrics_addr,
         session_timeout=args.session_timeout,
         instance_id=args.instance_id, stall_restart=args.stall_restart,
-        heartbeat_interval=min(1.0, args.session_timeout / 4), tick_interval=args.tick)
+        heartbeat_interval=min(1.0, args.session_timeout / 4), tick_interval=args.tick,
+        fetch_buffer_bytes=int(args.fetch_buffer * 1024 * 1024))
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -261,6 +262,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-run-events", type=int, default=20_000, metavar="N",
                    help="a run with more events fails with 'run too long' (default 20000; "
                    "with 1 MB of history at most, its record stays under Kafka's 10 MB)")
+    p.add_argument("--fetch-buffer", type=float, default=64.0, metavar="MB",
+                   help="events fetched and waiting to be judged at most before fetching "
+                   "pauses (default 64 MB; and 4096 events)")
     p.add_argument("--metrics-port", type=int, default=9108,
                    help="Prometheus /metrics port (default 9108, 0: off)")
     p.add_argument("--metrics-addr", metavar="ADDR",

@@ -67,7 +67,7 @@ class WorkerConfig:
     stall_restart: float = 30.0
     instance_id: str | None = None
     batch_max: int = 500
-    batch_within: float = 0.001
+    fetch_buffer_bytes: int = 64 * 1024 * 1024
     standby_replicas: int = 1
 
     @property

@@ -6,16 +6,18 @@ producer sends requests that large plus overhead, and a consumer fetches records
 and stops them), :func:`admin` a started admin client for an ``async with`` block;
 :func:`topic_partitions` and :func:`committed_offsets` ask the cluster; :func:`assign_all`
 puts a consumer at the start of every partition of a topic; :class:`WorkerTransport` is the
-Faust worker's (its consumer's fetches held briefly).
+Faust worker's (its consumer's fetches held briefly, a topic's records handed over a fetch at
+a time).
 """
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from faust.transport.drivers import aiokafka as faust_kafka
+from faust.types import TP, Message
 
 #: Largest record the events/DLQ topics accept (inline screenshots). Set per topic so that a
 #: broker with the stock 1 MB ``message.max.bytes`` (e.g. docker-compose) still takes them.
@@ -44,14 +46,55 @@ class _WorkerConsumerThread(faust_kafka.AIOKafkaConsumerThread):
 
 
 class _WorkerConsumer(faust_kafka.Consumer):
+    """Faust's consumer whose records of the topics in :attr:`fetch_sinks` go to their sink
+    a fetch at a time, past Faust's conductor, channels and streams: Faust hands a record
+    over in its own loop turn and tasks (``wait_first``) and builds an event for it, which
+    cost more than judging a text event. A sink takes the records it is given (kept,
+    tracked as not acknowledged) and acknowledges each with ``consumer.ack(message)``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fetch_sinks: dict[str, Callable[[list[Message]], None]] = {}
+
     def _new_consumer_thread(self) -> faust_kafka.AIOKafkaConsumerThread:
         return _WorkerConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+    async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Message]]:
+        sinks = self.fetch_sinks
+        generation = self.app.consumer_generation_id
+        taken: dict[str, list[Message]] = {}
+        async for tp, message in super().getmany(timeout):
+            if tp.topic in sinks:
+                taken.setdefault(tp.topic, []).append(message)
+            else:
+                yield tp, message
+        if not taken or not self.flow_active or generation != self.app.consumer_generation_id:
+            return  # a rebalance began: read again from the committed offsets, as Faust does
+        for topic, messages in taken.items():
+            sinks[topic]([message for message in messages if await self._read(message)])
+
+    async def _read(self, message: Message) -> bool:
+        """Whether `message` is new (what Faust's drain loop does before delivering one):
+        past the partition's read offset, a jump over offsets recorded as a gap (so that
+        commits pass it), the read offset moved and the message tracked as not acknowledged."""
+        tp, offset = message.tp, message.offset
+        read = self._read_offset[tp]
+        if read is not None and offset < read:
+            return False
+        if read and offset - read > 1:
+            await self._add_gap(tp, read + 1, offset)
+        self._read_offset[tp] = offset
+        message.tracked = True
+        self.track_message(message)
+        return True
 
 
 class WorkerTransport(faust_kafka.Transport):
     """Faust's Kafka transport whose consumer's fetches the broker holds at most
-    :data:`WORKER_FETCH_MAX_WAIT_MS`: ``app.transport = WorkerTransport(
-    app.conf.broker_consumer, app)`` before the app's consumer is made."""
+    :data:`WORKER_FETCH_MAX_WAIT_MS` and whose consumer hands the records of a topic in its
+    ``fetch_sinks`` to the sink a fetch at a time (see :class:`_WorkerConsumer`):
+    ``app.transport = WorkerTransport(app.conf.broker_consumer, app)`` before the app's
+    consumer is made."""
 
     Consumer = _WorkerConsumer
 

@@ -42,6 +42,9 @@ class Metrics:
                               "coming, by what the worker did (resumed: resumed and sought "
                               "back; restarted: the worker started again)", ["action"],
                               registry=r)
+        self.fetch_pauses = Counter("trustlayer_fetch_pauses_total", "Times fetching paused "
+                                    "because the events waiting to be judged passed the fetch "
+                                    "buffer (--fetch-buffer; the worker is behind)", registry=r)
         for action in ("resumed", "restarted"):
             self.stalls.labels(action)
         for reason in REASONS:

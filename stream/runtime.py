@@ -1,7 +1,8 @@
 """What the worker's agents, timers and table callbacks do, over the objects they share
 (one :class:`Runtime` per process); :mod:`stream.app` only wires them to Faust.
 
-- ``judge`` over ``trustlayer.events``: ``take()`` batches through the
+- ``judge`` over ``trustlayer.events``: the records the consumer fetched
+  (:mod:`stream.fetched`), a batch at a time through the
   :class:`~stream.processor.StreamProcessor`, acknowledged by the checkpoint once what they
   changed is durable (:mod:`stream.checkpoint`);
 - ``tick``: the watchdog (:mod:`stream.watchdog`), then the deadlines and reorder timeouts of
@@ -22,6 +23,7 @@ from aiokafka import TopicPartition
 
 from stream.checkpoint import Checkpoint
 from stream.config import WorkerConfig
+from stream.fetched import FetchedEvents
 from stream.metrics import Metrics
 from stream.model_feed import ModelFeed
 from stream.offload import LearnPool
@@ -73,7 +75,9 @@ class Runtime:
         self.metrics = Metrics()
         self.store = TableStore(tables[0])
         self.processor = StreamProcessor(self.registry, self.store, cfg.settings, self.metrics)
-        self.checkpoint = Checkpoint(self.processor, self.store)
+        self.checkpoint = Checkpoint(self.processor, self.store, lambda m: app.consumer.ack(m))
+        self.fetched = FetchedEvents(lambda: app.consumer, lambda: app.consumer_generation_id,
+                                     cfg.fetch_buffer_bytes, self.metrics.fetch_pauses)
         self.outlets = Outlets(topics["verdicts"], topics["dlq"], topics["finished"])
         self.progress = Progress()
         self.watchdog = Watchdog(app, cfg, self.progress, self.metrics)
@@ -96,20 +100,22 @@ class Runtime:
     def active_partitions(self, topic: str) -> set[int]:
         return {tp.partition for tp in self.app.assignor.assigned_actives() if tp.topic == topic}
 
-    async def judge(self, stream: Any) -> None:
-        """The ``judge`` agent: events in ``take()`` batches, acknowledged by the checkpoint."""
+    async def judge(self) -> None:
+        """The ``judge`` agent: the fetched events a batch at a time, acknowledged by the
+        checkpoint (its Faust stream stays empty: the consumer hands the events topic's
+        records to :attr:`fetched`)."""
         await self.ready.wait()
         log.info("judging events")
         events_topic = self.cfg.topics.events
-        async for batch in stream.noack_take(self.cfg.batch_max, within=self.cfg.batch_within):
-            # Records of a partition revoked meanwhile are processed too: their offsets are
-            # not committed, the new owner processes them again, and both give the same
-            # verdicts and table records (processing is deterministic).
-            records = [(e.message.key, e.message.value,
-                        Source(e.message.partition, e.message.offset, e.message.timestamp or 0.0,
-                               e.message.topic)) for e in batch]
+        while True:
+            # Records of a partition revoked while they were judged are processed to the
+            # end: their offsets are not committed, the new owner processes them again, and
+            # both give the same verdicts and table records (processing is deterministic).
+            batch = await self.fetched.take(self.cfg.batch_max)
+            records = [(m.key, m.value, Source(m.partition, m.offset, m.timestamp or 0.0,
+                                               m.topic)) for m in batch]
             out = self.processor.process_batch(records)
-            self.checkpoint.add(stream, batch, out, self.outlets.send(out))
+            self.checkpoint.add(batch, out, self.outlets.send(out))
             now = time.monotonic()
             for _, _, source in records:
                 self.progress.done(TopicPartition(events_topic, source.partition),

@@ -1,5 +1,5 @@
 """The checkpoint acknowledges events only once the runs they changed are written and the
-verdicts they caused delivered (no broker: a fake stream and store)."""
+verdicts they caused delivered (no broker: a store whose writes are settled by hand)."""
 from __future__ import annotations
 
 import asyncio
@@ -28,13 +28,16 @@ class SlowStore(DictStore):
         self.delivered = self.writes
 
 
-class Stream:
-    def __init__(self, store: SlowStore):
-        self.store, self.acked = store, []
+class Acks(list):
+    """The events acknowledged, each checked to be acknowledged after the writes settled."""
 
-    async def ack(self, event):
+    def __init__(self, store: SlowStore):
+        super().__init__()
+        self.store = store
+
+    def __call__(self, event):
         assert self.store.delivered == self.store.writes, "acknowledged before written"
-        self.acked.append(event)
+        self.append(event)
 
 
 def test_events_are_acknowledged_after_their_runs_are_written_and_verdicts_delivered():
@@ -43,7 +46,8 @@ def test_events_are_acknowledged_after_their_runs_are_written_and_verdicts_deliv
         registry.add(model())
         store = SlowStore()
         processor = StreamProcessor(registry, store, WorkerSettings(refine=False))
-        checkpoint, stream = Checkpoint(processor, store), Stream(store)
+        acked = Acks(store)
+        checkpoint = Checkpoint(processor, store, acked)
         records = as_records(interleave([list(r) for r in example_events()]))
         loop = asyncio.get_running_loop()
         sends = []
@@ -51,16 +55,16 @@ def test_events_are_acknowledged_after_their_runs_are_written_and_verdicts_deliv
             out = processor.process_batch([record])
             sent = [loop.create_future() for _ in out.verdicts]
             sends += sent
-            checkpoint.add(stream, [record[2].offset], out, sent)
-        assert stream.acked == [] and store.writes == 0
+            checkpoint.add([record[2].offset], out, sent)
+        assert acked == [] and store.writes == 0
         settling = asyncio.ensure_future(checkpoint.settle())
         await asyncio.sleep(0.01)
-        assert not settling.done() and stream.acked == []  # verdicts not delivered yet
+        assert not settling.done() and acked == []  # verdicts not delivered yet
         assert store.writes == len(example_events())  # one record per run
         for future in sends:
             future.set_result(None)
         assert await settling == len(records)
-        assert stream.acked == [source.offset for *_, source in records]
+        assert acked == [source.offset for *_, source in records]
         assert all(rec.sent == [] for rec in processor.cache.values())  # nothing to resend
 
     asyncio.run(run())

@@ -1,12 +1,13 @@
 """The streaming worker against the real Kafka 4.4 broker (fixture `kafka`): the demo equals
-the batch validator; kill -9 and restart; two workers share runs and one leaves; bad events
-go to the DLQ; hot swap, refinement, rollback and history through the models topic; runs
-replayed with fingerprints instead of images."""
+the batch validator; kill -9 and restart; two workers share runs and one leaves; a backlog
+past the fetch buffer; bad events go to the DLQ; hot swap, refinement, rollback and history
+through the models topic; runs replayed with fingerprints instead of images."""
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -197,6 +198,28 @@ def test_two_workers_share_the_runs_and_one_leaves(kafka, tmp_path):
         if two is not None:
             two.stop()
     check_finals(values, runs)
+
+
+def test_a_backlog_past_the_fetch_buffer_pauses_fetching_and_loses_no_event(kafka, tmp_path):
+    """Runs published before the worker starts, more than its fetch buffer holds: fetching
+    pauses while the judge catches up and resumes after, and every run gets the batch
+    validator's verdict."""
+    prefix, topics, models = setup(kafka, tmp_path)
+    runs = copies(6, prefix)
+    publish_events(kafka.bootstrap, topics.events, interleave(runs))
+    port = free_port()
+    worker = Worker(kafka.bootstrap, prefix, unique("backlog"), models, tmp_path / "w.log",
+                    "--fetch-buffer", "0.05", "--metrics-port", str(port))
+    try:
+        worker.wait_ready()
+        values = await_topic(kafka.bootstrap, topics.verdicts, all_final(runs), worker,
+                             timeout=90)
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    finally:
+        worker.stop()
+    check_finals(values, runs)
+    pauses = re.search(rb"^trustlayer_fetch_pauses_total (\S+)", metrics, re.M)
+    assert pauses and float(pauses.group(1)) > 0, "fetching never paused"
 
 
 def test_bad_events_land_in_the_dlq_with_their_reason_and_the_worker_goes_on(kafka, tmp_path):
