@@ -26,8 +26,8 @@ def declare_tables(app: faust.App, cfg: WorkerConfig) -> tuple[Any, Any]:
 
 class TableStore:
     """The :class:`~stream.records.Store` over a Faust table: local data plus an explicit
-    changelog record to the run's own partition (in a ``take()`` batch Faust's current
-    event is not the run's)."""
+    changelog record to the run's own partition (the judge takes fetches past Faust's
+    streams, so there is no current event for Faust to take the partition from)."""
 
     def __init__(self, table: Any):
         self.table = table
