@@ -120,6 +120,10 @@ class Runtime:
             for _, _, source in records:
                 self.progress.done(TopicPartition(events_topic, source.partition),
                                    source.offset, now)
+            # take() returns at once while records wait: without this the producer (the
+            # verdicts just judged), the fetching and the timers would wait until the
+            # judge had emptied the fetch buffer (up to 4,096 records, seconds of work)
+            await asyncio.sleep(0)
 
     async def refine(self, stream: Any) -> None:
         """The ``refine`` agent: one finished run at a time (see :mod:`stream.training`)."""
