@@ -26,7 +26,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from stream import kafka as clients
 from stream.config import GC_THRESHOLDS, WorkerSettings
-from stream.demo import READY
+from stream.demo import READY, ready_partitions
 from stream.processes import free_port, stop_process
 from stream.processor import StreamProcessor
 from stream.records import DictStore, Source
@@ -139,6 +139,9 @@ def worker_throughput(kafka, models: Path, events: list[dict], workers: int,
             # committed.
             if done >= len(events) or (now - counted[1] > 3 and
                                        _committed(kafka.bootstrap, app_id, prefix) >= len(events)):
+                if counted[1] == t0:
+                    raise RuntimeError("no event was counted after the workers shared the "
+                                       "partitions: publish more")
                 return (counted[0] - first) / (counted[1] - t0), cpu
             time.sleep(0.1)
         raise RuntimeError(f"only {events_processed(ports)} of {len(events)} events processed")
@@ -160,7 +163,7 @@ def _shared(procs: list) -> bool:
         lines = [line for line in proc.lines if READY in line]
         if not lines:
             return False
-        shares.append(json.loads(lines[-1].split(" partitions ", 1)[1].split(" open")[0]))
+        shares.append(ready_partitions(lines[-1]))
     taken = [p for share in shares for p in share]
     return all(shares) and sorted(taken) == list(range(PARTITIONS))
 

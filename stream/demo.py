@@ -45,6 +45,12 @@ from stream.topics import ensure_topics
 READY = "trustlayer worker ready"
 
 
+def ready_partitions(line: str) -> list[int]:
+    """The partitions a worker's ready line (``trustlayer worker ready: APP partitions
+    [0, 1] open runs N``) says it holds."""
+    return json.loads(line.split(" partitions ", 1)[1].split(" open runs", 1)[0])
+
+
 def demo_record(record: dict[str, Any]) -> dict[str, Any]:
     """A final verdict as ``demo --once --format json`` prints it: the fields of
     ``trustlayer validate --format json`` plus status, detected_at_seq, model_version."""

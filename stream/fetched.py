@@ -54,7 +54,7 @@ class FetchedEvents:
         if not messages:
             return
         self.waiting.extend(messages)
-        self.bytes += sum(len(m.value or b"") for m in messages)
+        self.bytes += _size(messages)
         self._arrived.set()
         if len(self.waiting) > MAX_RECORDS or self.bytes > self.max_bytes:
             if not self.paused:
@@ -73,7 +73,7 @@ class FetchedEvents:
                 await self._arrived.wait()
             generation = self._generation()
             taken = [self.waiting.popleft() for _ in range(min(most, len(self.waiting)))]
-            self.bytes -= sum(len(m.value or b"") for m in taken)
+            self.bytes -= _size(taken)
             batch = [m for m in taken if m.generation_id == generation]
             if self.paused and len(self.waiting) <= MAX_RECORDS // 2 and \
                     self.bytes <= self.max_bytes // 2:
@@ -92,3 +92,8 @@ class FetchedEvents:
         for tp in self.paused:
             consumer.on_buffer_drop(tp)
         self.paused.clear()
+
+
+def _size(messages: list[Message]) -> int:
+    """Bytes of the records' values."""
+    return sum(len(m.value or b"") for m in messages)

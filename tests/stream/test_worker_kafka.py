@@ -41,6 +41,7 @@ from streamkit import (
 )
 
 from stream import kafka as clients
+from stream.demo import ready_partitions
 from stream.processes import free_port
 
 TIMER_REASONS = ("not reached within", "lasted", "events missing")
@@ -181,8 +182,7 @@ def test_two_workers_share_the_runs_and_one_leaves(kafka, tmp_path):
         two = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w2.log")
         line_two = two.wait_ready()
         line_one = one.wait_ready(count=2)  # the rebalance after the second one joined
-        parts = [set(json.loads(line.split("partitions ")[1].split(" open")[0]))
-                 for line in (line_one, line_two)]
+        parts = [set(ready_partitions(line)) for line in (line_one, line_two)]
         assert parts[0] and parts[1] and not parts[0] & parts[1], parts
         assert parts[0] | parts[1] == {0, 1, 2, 3}
         await_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), one, two, timeout=60)
