@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, Awaitable
 
 from aiokafka import TopicPartition
 
@@ -40,23 +40,26 @@ log = logging.getLogger("trustlayer.worker")
 
 
 class Outlets:
-    """The topics that what processing produced (:class:`~stream.records.Output`) goes to."""
+    """The topics that what processing produced (:class:`~stream.records.Output`) goes to.
+
+    Records go straight to the producer's batches (Faust's ``Topic.send``), not through
+    Faust's ``send_soon`` buffer: that buffer hands one record at a time to the producer,
+    and the table's changelog writes of a checkpoint (hundreds at once) go through it, so
+    verdicts judged just after a checkpoint waited behind them (p99 42-58 ms, up to 133 ms,
+    at 500 events/s, most of the publish -> verdict tail)."""
 
     def __init__(self, verdicts: Any, dlq: Any, finished: Any):
         self.verdicts, self.dlq, self.finished = verdicts, dlq, finished
 
-    def send(self, out: Output) -> list[asyncio.Future]:
-        """Send `out` without waiting; the futures say when each record is delivered."""
-        futures = []
-        for run_id, record in out.verdicts:
-            futures.append(self.verdicts.send_soon(key=run_id.encode(),
-                                                   value=json.dumps(record).encode()))
-        for key, record in out.dlq:
-            futures.append(self.dlq.send_soon(key=key, value=json.dumps(record).encode()))
-        for task, payload in out.finished:
-            futures.append(self.finished.send_soon(key=task.encode(),
-                                                   value=json.dumps(payload).encode()))
-        return futures
+    async def send(self, out: Output) -> list[Awaitable]:
+        """Hand `out`'s records to the producer, in order; the returned awaitables say when
+        each is delivered."""
+        records = [(self.verdicts, run_id.encode(), record) for run_id, record in out.verdicts]
+        records += [(self.dlq, key, record) for key, record in out.dlq]
+        records += [(self.finished, task.encode(), payload) for task, payload in out.finished]
+        # force: not held back as an attachment of a Faust event being processed
+        return [await topic.send(key=key, value=json.dumps(value).encode(), force=True)
+                for topic, key, value in records]
 
 
 class Runtime:
@@ -115,7 +118,7 @@ class Runtime:
             records = [(m.key, m.value, Source(m.partition, m.offset, m.timestamp or 0.0,
                                                m.topic)) for m in batch]
             out = self.processor.process_batch(records)
-            self.checkpoint.add(batch, out, self.outlets.send(out))
+            self.checkpoint.add(batch, out, await self.outlets.send(out))
             now = time.monotonic()
             for _, _, source in records:
                 self.progress.done(TopicPartition(events_topic, source.partition),
@@ -144,7 +147,7 @@ class Runtime:
             timed = [run_id for run_id, _ in out.verdicts]
             self.processor.flush(timed)
             await self.store.settled()  # outboxes stored before their verdicts go
-            await asyncio.gather(*self.outlets.send(out))
+            await asyncio.gather(*await self.outlets.send(out))
             for run_id, record in out.verdicts:
                 self.processor.confirm(run_id, [record])
             self.processor.flush(timed)
@@ -162,7 +165,7 @@ class Runtime:
             if tps else {}
         self.progress.reset(tps, start)
         out = self.processor.assign(partitions, self.store.items())
-        await asyncio.gather(*self.outlets.send(out))
+        await asyncio.gather(*await self.outlets.send(out))
         print(f"trustlayer worker ready: {cfg.app_id} partitions {sorted(partitions)} "
               f"open runs {sum(self.processor.open_runs().values())}", flush=True)
 
