@@ -19,7 +19,7 @@ import asyncio
 import gc
 import logging
 import sys
-from typing import Any
+from typing import Any, Awaitable
 
 import faust
 
@@ -89,7 +89,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
 
     @runs.on_recover
     async def on_runs_recovered() -> None:
-        await rt.runs_recovered()
+        await restart_on_error(rt, "loading the recovered runs", rt.runs_recovered())
 
     @training.on_recover
     async def on_training_recovered() -> None:
@@ -99,21 +99,33 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
 
     @app.agent(topics["events"])
     async def judge(stream: Any) -> None:  # the agent subscribes the topic
-        await rt.judge()
+        await restart_on_error(rt, "the judge", rt.judge())
 
     @app.timer(cfg.commit_interval)
     async def checkpoint() -> None:
-        await rt.checkpoint.settle()
+        await restart_on_error(rt, "the checkpoint", rt.checkpoint.settle())
 
     @app.timer(cfg.tick_interval)
     async def tick() -> None:
-        await rt.tick()
+        await restart_on_error(rt, "the timer", rt.tick())
 
     @app.agent(topics["finished"])
     async def refine(stream: Any) -> None:
         await rt.refine(stream)
 
     return app, rt
+
+
+async def restart_on_error(rt: Runtime, what: str, work: Awaitable) -> None:
+    """Await `work`; if it raises (a bug: a record the worker fails on goes to the DLQ, it
+    does not raise), stop the worker for its supervisor to start a fresh one. Faust marks a
+    crashed agent or timer and carries on without it: the process stayed up, judging or
+    committing nothing, and did not stop on SIGTERM. What was not committed is judged again."""
+    try:
+        await work
+    except Exception:  # noqa: BLE001 - any bug; cancellation (a BaseException) goes through
+        log.exception("%s failed: restarting the worker", what)
+        rt.watchdog.restart_worker()
 
 
 def run_worker(cfg: WorkerConfig, loglevel: str = "warning", stalls: int = 0) -> int:

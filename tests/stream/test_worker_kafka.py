@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 from trustlayer.judge.matcher import DEADLINE_FLOOR
 
@@ -154,6 +155,31 @@ def test_the_supervisor_starts_a_killed_faust_worker_again(kafka, tmp_path):
         worker.stop()
     assert int(ready.rsplit("open runs ", 1)[1]) > 0, ready
     assert "the worker exited with -9; starting it again" in worker.log_tail()
+    check_finals(values, runs)
+
+
+def test_a_bug_outside_a_records_processing_restarts_the_worker_and_loses_no_run(
+        kafka, tmp_path, monkeypatch):
+    """The worker's first send of verdicts raises (a fault injected by tests/stream/faults):
+    the worker stops, its supervisor starts it again, and every run gets one final verdict,
+    the batch validator's. (Faust marks a crashed agent and goes on without it.)"""
+    prefix, topics, models = setup(kafka, tmp_path)
+    runs = copies(2, prefix)
+    marker = tmp_path / "fault-injected"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(Path(__file__).parent / "faults"), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("TRUSTLAYER_TEST_FAULT", str(marker))
+    worker = Worker(kafka.bootstrap, prefix, unique("fault"), models, tmp_path / "w.log")
+    try:
+        worker.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, interleave(runs))
+        worker.wait_ready(count=2, timeout=90)
+        values = await_topic(kafka.bootstrap, topics.verdicts, all_final(runs), worker,
+                             timeout=90)
+    finally:
+        worker.stop()
+    assert marker.exists()
+    assert "the judge failed: restarting the worker" in worker.log_tail()
     check_finals(values, runs)
 
 
