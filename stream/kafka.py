@@ -38,11 +38,27 @@ MAX_REQUEST_BYTES = MAX_MESSAGE_BYTES + 1024 * 1024
 WORKER_FETCH_MAX_WAIT_MS = 20
 
 
+#: How long aiokafka lets a partition's fetched, not yet consumed records hold back the next
+#: fetch of every partition on their broker (s; aiokafka: 0.1). Faust leaves the records of
+#: its tables' changelog partitions unconsumed once a table is recovered, but the consumer
+#: still fetches them: the changelog writes of a checkpoint stopped all fetching for 100 ms
+#: (timing a worker's fetch requests at 500 events/s: none for 101-102 ms after a response
+#: that brought changelog records, the judge idle meanwhile). The records the worker does
+#: consume it takes at once (:mod:`stream.fetched`), so a short hold costs no fetches.
+WORKER_PREFETCH_BACKOFF = 0.002
+
+
 class _WorkerConsumerThread(faust_kafka.AIOKafkaConsumerThread):
     def _create_worker_consumer(self, transport: Any) -> AIOKafkaConsumer:
         client = super()._create_worker_consumer(transport)
         client._fetch_max_wait_ms = WORKER_FETCH_MAX_WAIT_MS  # read when it starts
         return client
+
+    async def on_start(self) -> None:
+        await super().on_start()
+        # no option of aiokafka's consumer sets it: its fetcher, made at start, reads it
+        # for every fetch
+        self._ensure_consumer()._fetcher._prefetch_backoff = WORKER_PREFETCH_BACKOFF
 
 
 class _WorkerConsumer(faust_kafka.Consumer):
