@@ -1,22 +1,20 @@
 """The streaming worker against the real Kafka 4.4 broker (fixture `kafka`): the demo equals
-the batch validator; kill -9 and restart; two workers share runs and one leaves; a backlog
-past the fetch buffer; bad events go to the DLQ; hot swap, refinement, rollback and history
-through the models topic; runs replayed with fingerprints instead of images."""
+the batch validator; two workers share runs and one leaves; a backlog past the fetch buffer;
+bad events go to the DLQ; hot swap, refinement, rollback and history through the models
+topic; runs replayed with fingerprints instead of images. (The worker started again:
+test_worker_restarts_kafka.py.)"""
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 from trustlayer.judge.matcher import DEADLINE_FLOOR
 
+from finals import check_finals, copies, halves
 from streamkit import (
     EXAMPLES,
     TEST,
@@ -25,12 +23,10 @@ from streamkit import (
     Worker,
     all_final,
     all_seen,
-    await_committed,
     await_topic,
     bad_records,
     batch_verdicts,
     example_events,
-    final_by_run,
     interleave,
     model,
     produce,
@@ -41,45 +37,13 @@ from streamkit import (
     unique,
 )
 
-from stream import kafka as clients
 from stream.demo import ready_partitions
 from stream.processes import free_port
-
-TIMER_REASONS = ("not reached within", "lasted", "events missing")
 
 
 def trustlayer(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "trustlayer.cli", *args], capture_output=True,
                           text=True, timeout=timeout)
-
-
-def copies(n: int, prefix: str) -> list[list[dict]]:
-    """`n` copies of every example test run, with new run ids."""
-    return [renamed(run, f"{prefix}-{k}-{run[0]['run_id']}")
-            for k in range(n) for run in example_events()]
-
-
-def halves(runs: list[list[dict]]) -> tuple[list[dict], list[dict]]:
-    first = interleave([run[:len(run) // 2] for run in runs])
-    second = interleave([run[len(run) // 2:] for run in runs])
-    return first, second
-
-
-def check_finals(values: list[dict], runs: list[list[dict]]) -> None:
-    """Every run has one final verdict (re-sent ones identical); those not made by the timer
-    equal the batch validator's."""
-    distinct = final_by_run(values)
-    wanted = {run[0]["run_id"] for run in runs}
-    assert set(distinct) == wanted, wanted - set(distinct)
-    for run_id, records in distinct.items():
-        assert len(records) == 1, f"{run_id}: {len(records)} different final verdicts:\n" + \
-            "\n".join(records)
-        record = json.loads(next(iter(records)))
-        original = next(r[0]["run_id"] for r in example_events() if run_id.endswith(r[0]["run_id"]))
-        if not any(why in (record["reason"] or "") for why in TIMER_REASONS):
-            expected = batch_verdicts()[original]
-            assert (record["verdict"], record["reason"], record["cause"]) == \
-                (expected["verdict"], expected["reason"], expected["cause"]), run_id
 
 
 def test_demo_once_gives_the_batch_validators_verdicts(tmp_path):
@@ -100,87 +64,6 @@ def test_demo_once_gives_the_batch_validators_verdicts(tmp_path):
         assert got["status"] in ("passed", "failed") and got["model_version"] == 1
         assert got["detected_at_seq"] is not None
     assert took < 120, took
-
-
-def test_a_killed_worker_restarts_and_every_run_gets_one_final_verdict(kafka, tmp_path):
-    prefix, topics, models = setup(kafka, tmp_path)
-    runs = copies(5, prefix)
-    first, second = halves(runs)
-    app_id = unique("kill")
-    worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w1.log")
-    try:
-        worker.wait_ready()
-        publish_events(kafka.bootstrap, topics.events, first)
-        await_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), worker, timeout=60)
-        await_committed(kafka.bootstrap, app_id, topics.events, len(first))  # runs written
-        # kill -9 in the middle of the second halves: some are published before, the rest
-        # (with the runs' ends) while no worker runs, so runs are open whatever its speed
-        publish_events(kafka.bootstrap, topics.events, second[:len(second) // 2])
-        worker.kill()
-        publish_events(kafka.bootstrap, topics.events, second[len(second) // 2:])
-        before = read_topic(kafka.bootstrap, topics.verdicts, lambda v: False, timeout=1)
-        open_before = len({v["run_id"] for v in before} - {v["run_id"] for v in before if v["final"]})
-        assert open_before > 0, "every run was final before the worker was killed"
-        worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w2.log")
-        ready = worker.wait_ready(timeout=90)
-        values = await_topic(kafka.bootstrap, topics.verdicts, all_final(runs), worker,
-                             timeout=90)
-    finally:
-        worker.stop()
-    assert int(ready.rsplit("open runs ", 1)[1]) > 0, ready  # it resumed open runs
-    check_finals(values, runs)
-
-
-def test_the_supervisor_starts_a_killed_faust_worker_again(kafka, tmp_path):
-    """kill -9 of the Faust worker that ``trustlayer worker`` runs: the command starts it
-    again by itself, it resumes the open runs, and every run gets one final verdict."""
-    prefix, topics, models = setup(kafka, tmp_path)
-    runs = copies(3, prefix)
-    first, second = halves(runs)
-    app_id = unique("super")
-    worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w.log")
-    try:
-        worker.wait_ready()
-        publish_events(kafka.bootstrap, topics.events, first)
-        await_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), worker, timeout=60)
-        await_committed(kafka.bootstrap, app_id, topics.events, len(first))
-        faust = worker.faust_pid()
-        os.kill(faust, signal.SIGKILL)
-        publish_events(kafka.bootstrap, topics.events, second)
-        ready = worker.wait_ready(count=2, timeout=90)
-        assert worker.faust_pid() != faust
-        values = await_topic(kafka.bootstrap, topics.verdicts, all_final(runs), worker,
-                             timeout=90)
-    finally:
-        worker.stop()
-    assert int(ready.rsplit("open runs ", 1)[1]) > 0, ready
-    assert "the worker exited with -9; starting it again" in worker.log_tail()
-    check_finals(values, runs)
-
-
-def test_a_bug_outside_a_records_processing_restarts_the_worker_and_loses_no_run(
-        kafka, tmp_path, monkeypatch):
-    """The worker's first send of verdicts raises (a fault injected by tests/stream/faults):
-    the worker stops, its supervisor starts it again, and every run gets one final verdict,
-    the batch validator's. (Faust marks a crashed agent and goes on without it.)"""
-    prefix, topics, models = setup(kafka, tmp_path)
-    runs = copies(2, prefix)
-    marker = tmp_path / "fault-injected"
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(Path(__file__).parent / "faults"), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setenv("TRUSTLAYER_TEST_FAULT", str(marker))
-    worker = Worker(kafka.bootstrap, prefix, unique("fault"), models, tmp_path / "w.log")
-    try:
-        worker.wait_ready()
-        publish_events(kafka.bootstrap, topics.events, interleave(runs))
-        worker.wait_ready(count=2, timeout=90)
-        values = await_topic(kafka.bootstrap, topics.verdicts, all_final(runs), worker,
-                             timeout=90)
-    finally:
-        worker.stop()
-    assert marker.exists()
-    assert "the judge failed: restarting the worker" in worker.log_tail()
-    check_finals(values, runs)
 
 
 def test_the_full_demo_with_refinement_finishes_under_a_cpu_hog():
@@ -380,37 +263,3 @@ def test_replay_with_fingerprints_sends_small_events_and_gets_the_same_verdicts(
     inline = sum(len(json.dumps(e)) for run in example_events() for e in run)
     assert sum(len(json.dumps(e)) for e in events) < inline / 2
 
-
-def test_a_worker_whose_topic_disappears_restarts_itself_and_counts_it(kafka, tmp_path):
-    """The finished-runs topic is deleted under a running worker: its assignment leaves the
-    topic out, so after --stall-restart seconds the worker stops, its supervisor starts it
-    again (which creates the topic again), and trustlayer_stalls_total counts the restart."""
-    prefix, topics, models = setup(kafka, tmp_path)
-    app_id = unique("gone")
-    port = free_port()
-    worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w.log", "--train",
-                    str(TRAIN), "--stall-restart", "5", "--metrics-port", str(port))
-
-    async def delete() -> None:
-        async with clients.admin(kafka.bootstrap) as client:
-            await client.delete_topics([f"{app_id}-finished-runs"])
-
-    try:
-        worker.wait_ready()
-        first = worker.faust_pid()
-        asyncio.run(delete())
-        deadline = time.monotonic() + 120
-        while worker.faust_pid() == first and time.monotonic() < deadline:
-            time.sleep(0.2)
-        ready = len(worker.ready_lines())  # the new Faust worker takes seconds to be ready
-        assert worker.faust_pid() != first, worker.log_tail()
-        worker.wait_ready(count=ready + 1, timeout=90)
-        run = renamed(example_events()[0], f"{prefix}-after")
-        publish_events(kafka.bootstrap, topics.events, run)
-        await_topic(kafka.bootstrap, topics.verdicts, all_final([run]), worker, timeout=60)
-        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
-    finally:
-        worker.stop()
-    assert "restarting the worker" in worker.log_tail()
-    assert 'trustlayer_stalls_total{action="restarted"} 1.0' in metrics.decode(), \
-        worker.log_tail()

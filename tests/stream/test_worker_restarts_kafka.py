@@ -1,0 +1,147 @@
+"""The worker started again against the real Kafka 4.4 broker (fixture `kafka`): after kill -9
+of the command or of the Faust worker it supervises, after a bug that raised outside one
+record's processing, and when a topic it needs disappears; no run is lost."""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+import urllib.request
+from pathlib import Path
+
+from finals import check_finals, copies, halves
+from streamkit import (
+    TRAIN,
+    Worker,
+    all_final,
+    all_seen,
+    await_committed,
+    await_topic,
+    example_events,
+    interleave,
+    publish_events,
+    read_topic,
+    renamed,
+    setup,
+    unique,
+)
+
+from stream import kafka as clients
+from stream.processes import free_port
+
+
+def test_a_killed_worker_restarts_and_every_run_gets_one_final_verdict(kafka, tmp_path):
+    prefix, topics, models = setup(kafka, tmp_path)
+    runs = copies(5, prefix)
+    first, second = halves(runs)
+    app_id = unique("kill")
+    worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w1.log")
+    try:
+        worker.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, first)
+        await_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), worker, timeout=60)
+        await_committed(kafka.bootstrap, app_id, topics.events, len(first))  # runs written
+        # kill -9 in the middle of the second halves: some are published before, the rest
+        # (with the runs' ends) while no worker runs, so runs are open whatever its speed
+        publish_events(kafka.bootstrap, topics.events, second[:len(second) // 2])
+        worker.kill()
+        publish_events(kafka.bootstrap, topics.events, second[len(second) // 2:])
+        before = read_topic(kafka.bootstrap, topics.verdicts, lambda v: False, timeout=1)
+        open_before = len({v["run_id"] for v in before} - {v["run_id"] for v in before if v["final"]})
+        assert open_before > 0, "every run was final before the worker was killed"
+        worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w2.log")
+        ready = worker.wait_ready(timeout=90)
+        values = await_topic(kafka.bootstrap, topics.verdicts, all_final(runs), worker,
+                             timeout=90)
+    finally:
+        worker.stop()
+    assert int(ready.rsplit("open runs ", 1)[1]) > 0, ready  # it resumed open runs
+    check_finals(values, runs)
+
+
+def test_the_supervisor_starts_a_killed_faust_worker_again(kafka, tmp_path):
+    """kill -9 of the Faust worker that ``trustlayer worker`` runs: the command starts it
+    again by itself, it resumes the open runs, and every run gets one final verdict."""
+    prefix, topics, models = setup(kafka, tmp_path)
+    runs = copies(3, prefix)
+    first, second = halves(runs)
+    app_id = unique("super")
+    worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w.log")
+    try:
+        worker.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, first)
+        await_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), worker, timeout=60)
+        await_committed(kafka.bootstrap, app_id, topics.events, len(first))
+        faust = worker.faust_pid()
+        os.kill(faust, signal.SIGKILL)
+        publish_events(kafka.bootstrap, topics.events, second)
+        ready = worker.wait_ready(count=2, timeout=90)
+        assert worker.faust_pid() != faust
+        values = await_topic(kafka.bootstrap, topics.verdicts, all_final(runs), worker,
+                             timeout=90)
+    finally:
+        worker.stop()
+    assert int(ready.rsplit("open runs ", 1)[1]) > 0, ready
+    assert "the worker exited with -9; starting it again" in worker.log_tail()
+    check_finals(values, runs)
+
+
+def test_a_bug_outside_a_records_processing_restarts_the_worker_and_loses_no_run(
+        kafka, tmp_path, monkeypatch):
+    """The worker's first send of verdicts raises (a fault injected by tests/stream/faults):
+    the worker stops, its supervisor starts it again, and every run gets one final verdict,
+    the batch validator's. (Faust marks a crashed agent and goes on without it.)"""
+    prefix, topics, models = setup(kafka, tmp_path)
+    runs = copies(2, prefix)
+    marker = tmp_path / "fault-injected"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(Path(__file__).parent / "faults"), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("TRUSTLAYER_TEST_FAULT", str(marker))
+    worker = Worker(kafka.bootstrap, prefix, unique("fault"), models, tmp_path / "w.log")
+    try:
+        worker.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, interleave(runs))
+        worker.wait_ready(count=2, timeout=90)
+        values = await_topic(kafka.bootstrap, topics.verdicts, all_final(runs), worker,
+                             timeout=90)
+    finally:
+        worker.stop()
+    assert marker.exists()
+    assert "the judge failed: restarting the worker" in worker.log_tail()
+    check_finals(values, runs)
+
+
+def test_a_worker_whose_topic_disappears_restarts_itself_and_counts_it(kafka, tmp_path):
+    """The finished-runs topic is deleted under a running worker: its assignment leaves the
+    topic out, so after --stall-restart seconds the worker stops, its supervisor starts it
+    again (which creates the topic again), and trustlayer_stalls_total counts the restart."""
+    prefix, topics, models = setup(kafka, tmp_path)
+    app_id = unique("gone")
+    port = free_port()
+    worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w.log", "--train",
+                    str(TRAIN), "--stall-restart", "5", "--metrics-port", str(port))
+
+    async def delete() -> None:
+        async with clients.admin(kafka.bootstrap) as client:
+            await client.delete_topics([f"{app_id}-finished-runs"])
+
+    try:
+        worker.wait_ready()
+        first = worker.faust_pid()
+        asyncio.run(delete())
+        deadline = time.monotonic() + 120
+        while worker.faust_pid() == first and time.monotonic() < deadline:
+            time.sleep(0.2)
+        ready = len(worker.ready_lines())  # the new Faust worker takes seconds to be ready
+        assert worker.faust_pid() != first, worker.log_tail()
+        worker.wait_ready(count=ready + 1, timeout=90)
+        run = renamed(example_events()[0], f"{prefix}-after")
+        publish_events(kafka.bootstrap, topics.events, run)
+        await_topic(kafka.bootstrap, topics.verdicts, all_final([run]), worker, timeout=60)
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    finally:
+        worker.stop()
+    assert "restarting the worker" in worker.log_tail()
+    assert 'trustlayer_stalls_total{action="restarted"} 1.0' in metrics.decode(), \
+        worker.log_tail()
