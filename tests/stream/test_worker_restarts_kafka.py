@@ -31,6 +31,16 @@ from stream import kafka as clients
 from stream.processes import free_port
 
 
+def judge_first_halves(kafka, worker: Worker, topics, app_id: str, runs: list[list[dict]],
+                       first: list[dict]) -> None:
+    """Once `worker` is ready, publish the runs' `first` halves and wait until every run has
+    a verdict and those events are committed (their runs written to the changelog)."""
+    worker.wait_ready()
+    publish_events(kafka.bootstrap, topics.events, first)
+    await_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), worker, timeout=60)
+    await_committed(kafka.bootstrap, app_id, topics.events, len(first))
+
+
 def test_a_killed_worker_restarts_and_every_run_gets_one_final_verdict(kafka, tmp_path):
     prefix, topics, models = setup(kafka, tmp_path)
     runs = copies(5, prefix)
@@ -38,10 +48,7 @@ def test_a_killed_worker_restarts_and_every_run_gets_one_final_verdict(kafka, tm
     app_id = unique("kill")
     worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w1.log")
     try:
-        worker.wait_ready()
-        publish_events(kafka.bootstrap, topics.events, first)
-        await_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), worker, timeout=60)
-        await_committed(kafka.bootstrap, app_id, topics.events, len(first))  # runs written
+        judge_first_halves(kafka, worker, topics, app_id, runs, first)
         # kill -9 in the middle of the second halves: some are published before, the rest
         # (with the runs' ends) while no worker runs, so runs are open whatever its speed
         publish_events(kafka.bootstrap, topics.events, second[:len(second) // 2])
@@ -69,10 +76,7 @@ def test_the_supervisor_starts_a_killed_faust_worker_again(kafka, tmp_path):
     app_id = unique("super")
     worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w.log")
     try:
-        worker.wait_ready()
-        publish_events(kafka.bootstrap, topics.events, first)
-        await_topic(kafka.bootstrap, topics.verdicts, all_seen(runs), worker, timeout=60)
-        await_committed(kafka.bootstrap, app_id, topics.events, len(first))
+        judge_first_halves(kafka, worker, topics, app_id, runs, first)
         faust = worker.faust_pid()
         os.kill(faust, signal.SIGKILL)
         publish_events(kafka.bootstrap, topics.events, second)
