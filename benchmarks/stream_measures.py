@@ -15,6 +15,7 @@ import textwrap
 import time
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 from PIL import Image
 
@@ -186,13 +187,24 @@ def nothing_throughput(kafka, topic: str, n: int, work: Path) -> float:
         stop_process(proc, 20)
 
 
+class Timing(NamedTuple):
+    """p50, p99 (ms) of publish -> verdict, how many verdicts were timed, and the CPU
+    (seconds per second) the workers, the broker and the benchmark process used meanwhile."""
+
+    p50: float
+    p99: float
+    count: int
+    cpu: dict[str, float]
+
+
 def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: int,
-            work: Path, warmup: list[list[dict]]) -> tuple[float, float, int, dict[str, float]]:
-    """p50, p99 (ms) from publishing an event to receiving the verdict it caused, in a
-    steady state: the `warmup` runs go through first (unmeasured), then `runs` come from a
-    fleet of FLEET_AGENTS runners at `rate` events/s; and the CPU (seconds per second) the
-    workers, the broker and this process (the fleet and the verdicts' reader) used
-    meanwhile: on a small machine they compete for its cores."""
+            work: Path, warmup: list[list[dict]]) -> tuple[Timing, Timing]:
+    """Publish -> verdict timings of the `warmup` runs, then of `runs`, both from a fleet of
+    FLEET_AGENTS runners at `rate` events/s, each timed on its own: the warm-up is the load
+    a fresh broker's JIT compiles its paths under (a 2-core machine's broker took 0.8-0.9 CPU
+    s/s at first, 0.33-0.37 after two minutes, and p99 fell with it), the runs after it are
+    the steady state. On a small machine the workers, the broker and this process (the fleet
+    and the verdicts' reader) compete for its cores: the CPU of each is in the timings."""
     prefix = f"bl-{uuid.uuid4().hex[:6]}"
     topics = topic_names(prefix)
     ensure_topics(kafka.bootstrap, topics)
@@ -200,14 +212,13 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
     procs = [start_worker(kafka.bootstrap, prefix, app_id, models, 0, work / f"l{i}.log")
              for i in range(workers)]
     sent_at: dict = {}
-    samples: list[float] = []
 
     def cpu_now() -> dict[str, float]:
         return {"wall": time.monotonic(), "workers": sum(tree_cpu(p.proc.pid) for p in procs),
                 "broker": tree_cpu(kafka.pid), "benchmark": time.process_time()}
 
     async def until_final(consumer: AIOKafkaConsumer, run_ids: set[str],
-                          publisher: asyncio.Task | None = None) -> None:
+                          publisher: asyncio.Task, samples: list[float]) -> None:
         finals: set[str] = set()
         while not run_ids <= finals:
             batches = await consumer.getmany(timeout_ms=1000)
@@ -222,29 +233,30 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
                     cause = (verdict["run_id"], verdict["event_ts"])
                     if sent_at.get(cause) is not None:
                         samples.append(now - sent_at[cause])
-            if not batches and publisher is not None and publisher.done() \
-                    and publisher.exception():
+            if not batches and publisher.done() and publisher.exception():
                 raise publisher.exception()
 
-    async def go() -> dict[str, float]:
+    async def timed(consumer: AIOKafkaConsumer, fleet: list[list[dict]]) -> Timing:
+        samples: list[float] = []
+        before = cpu_now()
+        publisher = asyncio.create_task(produce(kafka.bootstrap, topics.events,
+                                                interleave(fleet, FLEET_AGENTS), rate, sent_at))
+        try:
+            await until_final(consumer, {run[0]["run_id"] for run in fleet}, publisher, samples)
+        finally:
+            await publisher
+        after = cpu_now()
+        wall = after.pop("wall") - before.pop("wall")
+        return Timing(*_quantiles(samples), {k: (after[k] - before[k]) / wall for k in after})
+
+    async def go() -> tuple[Timing, Timing]:
         # (a fetch of the verdicts' quiet partitions would hold the others' for 500 ms)
         consumer = clients.consumer(kafka.bootstrap, topics.verdicts, auto_offset_reset="latest",
                                     fetch_max_wait_ms=clients.WORKER_FETCH_MAX_WAIT_MS)
         await consumer.start()
         await asyncio.sleep(1.0)
         try:
-            await produce(kafka.bootstrap, topics.events, interleave(warmup))
-            await until_final(consumer, {run[0]["run_id"] for run in warmup})
-            before = cpu_now()
-            publisher = asyncio.create_task(produce(kafka.bootstrap, topics.events,
-                                                    interleave(runs, FLEET_AGENTS), rate, sent_at))
-            try:
-                await until_final(consumer, {run[0]["run_id"] for run in runs}, publisher)
-            finally:
-                await publisher
-            after = cpu_now()
-            wall = after.pop("wall") - before.pop("wall")
-            return {name: (after[name] - before[name]) / wall for name in after}
+            return await timed(consumer, warmup), await timed(consumer, runs)
         finally:
             await consumer.stop()
 
@@ -253,11 +265,10 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
             wait_ready(proc)
         if workers > 1:
             time.sleep(2.0)  # the group settles
-        cpu = asyncio.run(go())
+        return asyncio.run(go())
     finally:
         for proc in procs:
             proc.stop(20)
-    return (*_quantiles(samples), cpu)
 
 
 def _quantiles(samples: list[float]) -> tuple[float, float, int]:
