@@ -48,6 +48,34 @@ WORKER_FETCH_MAX_WAIT_MS = 20
 WORKER_PREFETCH_BACKOFF = 0.002
 
 
+#: After a fetch that brought records the worker's next fetch waits at the broker until it
+#: has this many bytes or :data:`WORKER_BUSY_FETCH_MAX_WAIT_MS` has passed; after an empty
+#: one, until the first record (at most :data:`WORKER_FETCH_MAX_WAIT_MS`). Under a steady
+#: flow of small events most of a worker's CPU went to a fetch per one or two events (the
+#: fetch, the handover between threads, a judge batch, a produce request). Gathering 5 ms of
+#: them, A/B at 500 events/s on one 2-core machine: the worker's CPU 0.73-0.80 -> 0.56-0.60
+#: s/s, p50 19/22/17/17 -> 18/19/14/15 ms, p99 62/62/53/52 -> 55/123/38/40 ms; idle, it
+#: still asks the broker 50 times a second (idle CPU 0.075 -> 0.078 s/s; with 5 ms always
+#: it was 0.19). Backlogs are unchanged: their fetches fill at once.
+WORKER_BUSY_FETCH_MIN_BYTES = 16 * 1024
+WORKER_BUSY_FETCH_MAX_WAIT_MS = 5
+
+
+def pace_fetches(fetcher: Any) -> None:
+    """Make aiokafka's `fetcher` gather records at the broker while they flow (see
+    :data:`WORKER_BUSY_FETCH_MIN_BYTES`); it builds each fetch from these two attributes."""
+    fetch = fetcher._proc_fetch_request
+
+    async def paced(assignment: Any, node_id: int, request: Any) -> bool:
+        got_records = await fetch(assignment, node_id, request)
+        fetcher._fetch_min_bytes, fetcher._fetch_max_wait_ms = (
+            (WORKER_BUSY_FETCH_MIN_BYTES, WORKER_BUSY_FETCH_MAX_WAIT_MS) if got_records
+            else (1, WORKER_FETCH_MAX_WAIT_MS))
+        return got_records
+
+    fetcher._proc_fetch_request = paced
+
+
 class _WorkerConsumerThread(faust_kafka.AIOKafkaConsumerThread):
     def _create_worker_consumer(self, transport: Any) -> AIOKafkaConsumer:
         client = super()._create_worker_consumer(transport)
@@ -58,7 +86,9 @@ class _WorkerConsumerThread(faust_kafka.AIOKafkaConsumerThread):
         await super().on_start()
         # no option of aiokafka's consumer sets it: its fetcher, made at start, reads it
         # for every fetch
-        self._ensure_consumer()._fetcher._prefetch_backoff = WORKER_PREFETCH_BACKOFF
+        fetcher = self._ensure_consumer()._fetcher
+        fetcher._prefetch_backoff = WORKER_PREFETCH_BACKOFF
+        pace_fetches(fetcher)
 
 
 class _WorkerConsumer(faust_kafka.Consumer):

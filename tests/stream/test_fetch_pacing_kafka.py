@@ -1,0 +1,47 @@
+"""The worker's fetches on a real broker: gathered at the broker while records flow, sent to
+wait for the first record when the partitions are quiet (stream.kafka.pace_fetches)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from stream import kafka as clients
+from stream.topics import ensure_topics_async, topic_names
+
+
+def test_a_fetch_after_records_gathers_more_and_one_after_none_waits_for_the_first(kafka):
+    names = topic_names(f"pace-{uuid.uuid4().hex[:6]}")
+    quiet = (1, clients.WORKER_FETCH_MAX_WAIT_MS)
+    busy = (clients.WORKER_BUSY_FETCH_MIN_BYTES, clients.WORKER_BUSY_FETCH_MAX_WAIT_MS)
+
+    async def fetches_around_one_record() -> tuple[list[tuple[int, int]], list[bytes]]:
+        await ensure_topics_async(kafka.bootstrap, names, 1)
+        consumer = clients.consumer(kafka.bootstrap, names.events, auto_offset_reset="earliest",
+                                    fetch_max_wait_ms=clients.WORKER_FETCH_MAX_WAIT_MS)
+        async with consumer, clients.producer(kafka.bootstrap) as producer:
+            clients.pace_fetches(consumer._fetcher)
+            sent: list[tuple[int, int]] = []
+            send = consumer._client.send
+
+            def observed(node_id, request, *args, **kwargs):  # the requests, as sent
+                if type(request).__name__ == "FetchRequest":
+                    sent.append((request._min_bytes, request._max_wait_ms))
+                return send(node_id, request, *args, **kwargs)
+
+            consumer._client.send = observed
+            assert not await consumer.getmany(timeout_ms=300)
+            await producer.send_and_wait(names.events, b"one")
+            got = await consumer.getmany(timeout_ms=5000)
+            await asyncio.sleep(0.3)
+        return sent, [record.value for records in got.values() for record in records]
+
+    sent, values = asyncio.run(asyncio.wait_for(fetches_around_one_record(), 60))
+    assert values == [b"one"]
+    assert set(sent) == {quiet, busy}
+    # the response that brought the record is followed by one fetch that gathers (nothing
+    # more comes: it returns empty after its short wait), then the quiet ones again
+    assert sent.count(busy) == 1
+    after = sent[sent.index(busy) + 1:]
+    assert after and set(after) == {quiet}
+    assert sent[0] == quiet
