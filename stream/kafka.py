@@ -53,10 +53,10 @@ WORKER_PREFETCH_BACKOFF = 0.002
 #: one, until the first record (at most :data:`WORKER_FETCH_MAX_WAIT_MS`). Under a steady
 #: flow of small events most of a worker's CPU went to a fetch per one or two events (the
 #: fetch, the handover between threads, a judge batch, a produce request). Gathering 5 ms of
-#: them, A/B at 500 events/s on one 2-core machine: the worker's CPU 0.73-0.80 -> 0.56-0.60
-#: s/s, p50 19/22/17/17 -> 18/19/14/15 ms, p99 62/62/53/52 -> 55/123/38/40 ms; idle, it
-#: still asks the broker 50 times a second (idle CPU 0.075 -> 0.078 s/s; with 5 ms always
-#: it was 0.19). Backlogs are unchanged: their fetches fill at once.
+#: them, A/B at 500 events/s on one warm 2-core machine (five pairs): the worker's CPU
+#: 0.75-0.80 -> 0.57-0.59 s/s, p99 53/72/52/48/35 -> 46/38/45/35/34 ms, p50 15/21/20/17/14
+#: -> 18/17/17/14/13 ms; idle, it still asks the broker 50 times a second (idle CPU 0.075 ->
+#: 0.078 s/s; with 5 ms always it was 0.19). Backlogs are unchanged: their fetches fill at once.
 WORKER_BUSY_FETCH_MIN_BYTES = 16 * 1024
 WORKER_BUSY_FETCH_MAX_WAIT_MS = 5
 
