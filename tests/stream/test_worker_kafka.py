@@ -109,6 +109,26 @@ def test_two_workers_share_the_runs_and_one_leaves(kafka, tmp_path):
     check_finals(values, runs)
 
 
+def test_two_workers_started_together_on_a_backlog_lose_no_event(kafka, tmp_path):
+    """Two workers of a new group start at once on runs published before: the first one
+    alone fetches a share of the backlog, the second one joins, and the partitions it keeps
+    were never committed. Every run gets the batch validator's verdict (none fails as
+    missing events: records fetched and dropped around the rebalance are read again)."""
+    prefix, topics, models = setup(kafka, tmp_path)
+    runs = copies(60, prefix)
+    publish_events(kafka.bootstrap, topics.events, interleave(runs))
+    app_id = unique("together")
+    workers = [Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / f"w{k}.log",
+                      "--reorder-timeout", "5") for k in range(2)]
+    try:
+        values = await_topic(kafka.bootstrap, topics.verdicts, all_final(runs), *workers,
+                             timeout=120)
+    finally:
+        for worker in workers:
+            worker.stop()
+    check_finals(values, runs, timer=False)
+
+
 def test_a_backlog_past_the_fetch_buffer_pauses_fetching_and_loses_no_event(kafka, tmp_path):
     """Runs published before the worker starts, more than its fetch buffer holds: fetching
     pauses while the judge catches up and resumes after, and every run gets the batch
