@@ -1,9 +1,11 @@
 """The worker started again against the real Kafka 4.4 broker (fixture `kafka`): after kill -9
 of the command or of the Faust worker it supervises, after a bug that raised outside one
-record's processing, and when a topic it needs disappears; no run is lost."""
+record's processing, and when a topic it needs disappears; no run is lost (nor one to refine
+when refinement raises, without a restart)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import time
@@ -114,6 +116,39 @@ def test_a_bug_outside_a_records_processing_restarts_the_worker_and_loses_no_run
     assert marker.exists()
     assert "the judge failed: restarting the worker" in worker.log_tail()
     check_finals(values, runs)
+
+
+def test_a_bug_in_refinement_loses_no_run_to_refine(kafka, tmp_path, monkeypatch):
+    """The worker's first refinement of a finished successful run raises (tests/stream/faults):
+    Faust's supervisor starts the crashed refine agent again, the stall guard finds the
+    finished-runs record undelivered and seeks back to it, and the run is refined then
+    (version 2 on the models topic); the judge goes on meanwhile (no restart)."""
+    prefix, topics, models = setup(kafka, tmp_path)
+    # the last successful example run: refinement merges it (the first one is held back)
+    success = {run[-1]["outcome"]: run for run in example_events()}["success"]
+    success = renamed(success, f"{prefix}-success")
+    marker = tmp_path / "fault-injected"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(Path(__file__).parent / "faults"), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("TRUSTLAYER_TEST_FAULT", str(marker))
+    monkeypatch.setenv("TRUSTLAYER_TEST_FAULT_IN", "refine")
+    worker = Worker(kafka.bootstrap, prefix, unique("refault"), models, tmp_path / "w.log",
+                    "--train", str(TRAIN))
+    try:
+        worker.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, success)
+        versions = await_topic(kafka.bootstrap, topics.models,
+                               lambda v: any(m["version"] == 2 for m in v), worker, timeout=90,
+                               decode=json.loads)
+    finally:
+        worker.stop()
+    assert marker.exists()
+    log = worker.log_tail()
+    assert "Crashed reason=RuntimeError('injected fault')" in log
+    assert "finished-runs', partition=" in log and "resuming and seeking back" in log
+    assert "restarting" not in log
+    refined = next(m for m in versions if m["version"] == 2)
+    assert refined["history"][-1]["runs"] == [success[0]["run_id"]]
 
 
 def test_a_worker_whose_topic_disappears_restarts_itself_and_counts_it(kafka, tmp_path):

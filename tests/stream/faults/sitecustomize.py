@@ -1,19 +1,26 @@
 """A fault for a worker started with this directory on ``PYTHONPATH`` and
 ``$TRUSTLAYER_TEST_FAULT`` naming a file that does not exist yet: the worker's first send of
-verdicts raises (a bug outside one record's processing) and creates the file, so that the
-worker started again after it runs without the fault."""
+verdicts (or, with ``$TRUSTLAYER_TEST_FAULT_IN=refine``, its first refinement of a finished
+run) raises (a bug outside one record's processing) and creates the file, so that the worker
+started again after it runs without the fault."""
 import os
 
 marker = os.environ.get("TRUSTLAYER_TEST_FAULT")
 if marker:
     import stream.runtime
+    import stream.training
 
-    send = stream.runtime.Outlets.send
+    def failing_once(work, applies):
+        async def wrapped(self, arg):
+            if applies(arg) and not os.path.exists(marker):
+                open(marker, "w").close()
+                raise RuntimeError("injected fault")
+            return await work(self, arg)
+        return wrapped
 
-    async def send_failing_once(self, out):
-        if out.verdicts and not os.path.exists(marker):
-            open(marker, "w").close()
-            raise RuntimeError("injected fault")
-        return await send(self, out)
-
-    stream.runtime.Outlets.send = send_failing_once
+    if os.environ.get("TRUSTLAYER_TEST_FAULT_IN") == "refine":
+        stream.training.TrainingRuns.refine = failing_once(stream.training.TrainingRuns.refine,
+                                                           lambda message: True)
+    else:
+        stream.runtime.Outlets.send = failing_once(stream.runtime.Outlets.send,
+                                                   lambda out: bool(out.verdicts))
