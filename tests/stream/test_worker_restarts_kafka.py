@@ -43,6 +43,18 @@ def judge_first_halves(kafka, worker: Worker, topics, app_id: str, runs: list[li
     await_committed(kafka.bootstrap, app_id, topics.events, len(first))
 
 
+def inject_fault(monkeypatch, tmp_path: Path, where: str) -> Path:
+    """Make the workers started from now on raise once in `where` ("send": the first send
+    of verdicts; "refine": the first refinement; see tests/stream/faults); returns the file
+    the fault creates when it fires."""
+    marker = tmp_path / "fault-injected"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(Path(__file__).parent / "faults"), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("TRUSTLAYER_TEST_FAULT", str(marker))
+    monkeypatch.setenv("TRUSTLAYER_TEST_FAULT_IN", where)
+    return marker
+
+
 def test_a_killed_worker_restarts_and_every_run_gets_one_final_verdict(kafka, tmp_path):
     prefix, topics, models = setup(kafka, tmp_path)
     runs = copies(5, prefix)
@@ -100,10 +112,7 @@ def test_a_bug_outside_a_records_processing_restarts_the_worker_and_loses_no_run
     the batch validator's. (Faust marks a crashed agent and goes on without it.)"""
     prefix, topics, models = setup(kafka, tmp_path)
     runs = copies(2, prefix)
-    marker = tmp_path / "fault-injected"
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(Path(__file__).parent / "faults"), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setenv("TRUSTLAYER_TEST_FAULT", str(marker))
+    marker = inject_fault(monkeypatch, tmp_path, "send")
     worker = Worker(kafka.bootstrap, prefix, unique("fault"), models, tmp_path / "w.log")
     try:
         worker.wait_ready()
@@ -127,11 +136,7 @@ def test_a_bug_in_refinement_loses_no_run_to_refine(kafka, tmp_path, monkeypatch
     # the last successful example run: refinement merges it (the first one is held back)
     success = {run[-1]["outcome"]: run for run in example_events()}["success"]
     success = renamed(success, f"{prefix}-success")
-    marker = tmp_path / "fault-injected"
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(Path(__file__).parent / "faults"), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setenv("TRUSTLAYER_TEST_FAULT", str(marker))
-    monkeypatch.setenv("TRUSTLAYER_TEST_FAULT_IN", "refine")
+    marker = inject_fault(monkeypatch, tmp_path, "refine")
     worker = Worker(kafka.bootstrap, prefix, unique("refault"), models, tmp_path / "w.log",
                     "--train", str(TRAIN))
     try:

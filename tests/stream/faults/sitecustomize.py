@@ -1,8 +1,8 @@
 """A fault for a worker started with this directory on ``PYTHONPATH`` and
 ``$TRUSTLAYER_TEST_FAULT`` naming a file that does not exist yet: the worker's first send of
-verdicts (or, with ``$TRUSTLAYER_TEST_FAULT_IN=refine``, its first refinement of a finished
-run) raises (a bug outside one record's processing) and creates the file, so that the worker
-started again after it runs without the fault."""
+verdicts (``$TRUSTLAYER_TEST_FAULT_IN`` unset or ``send``) or its first refinement of a
+finished run (``refine``) raises (a bug outside one record's processing) and creates the
+file, so that the worker started again after it runs without the fault."""
 import os
 
 marker = os.environ.get("TRUSTLAYER_TEST_FAULT")
