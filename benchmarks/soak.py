@@ -36,6 +36,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 from streamkit import CpuHogs, child_pids, read_topic  # noqa: E402
 
 from stream.broker import EmbeddedKafka  # noqa: E402
+from stream.processes import stopped_as_by_ctrl_c  # noqa: E402
 from stream.topics import topic_names  # noqa: E402
 from stream.demo import WorkerProcess, learn_models  # noqa: E402
 from stream.replay import read_events, round_robin  # noqa: E402
@@ -210,4 +211,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with stopped_as_by_ctrl_c():  # a killed soak stops its broker and workers
+        sys.exit(main())

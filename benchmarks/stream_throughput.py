@@ -36,6 +36,7 @@ from stream_measures import (FLEET_AGENTS, broker_latency, latency, nothing_thro
 from stream_workloads import EXAMPLES, PARTITIONS, copies, produce, text_only
 
 from stream.broker import EmbeddedKafka
+from stream.processes import stopped_as_by_ctrl_c
 from stream.replay import read_events
 from stream.replay import round_robin as interleave
 from stream.topics import ensure_topics, topic_names
@@ -124,4 +125,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with stopped_as_by_ctrl_c():  # a killed benchmark stops its broker and workers
+        sys.exit(main())

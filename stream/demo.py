@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -35,7 +34,7 @@ from trustlayer.settings import Settings
 from trustlayer.observe.traces import load_labels
 from trustlayer.errors import TraceError
 
-from stream.processes import die_with_parent, stop_process
+from stream.processes import die_with_parent, stop_process, stopped_as_by_ctrl_c
 from stream.console import follow, verdict_line
 from stream.topics import topic_names
 from stream.registry import training_set
@@ -250,12 +249,6 @@ def _labels(test: Path) -> dict[str, dict]:
         return {}
 
 
-def _stop_on_signal(signum: int, frame: Any) -> None:
-    """SIGTERM / SIGHUP: leave as Ctrl-C does, through the ``finally`` that stops the worker
-    and the broker (the default action would end this process and leave them running)."""
-    raise SystemExit(128 + signum)
-
-
 def _replay_and_show(bootstrap: str, topics, plan, run_ids: list[str], test: Path,
                      args: argparse.Namespace, timeout: float,
                      console: Any) -> tuple[set[str], Screen | None]:
@@ -290,13 +283,8 @@ def run_demo(args: argparse.Namespace, console: Any = None) -> int:
     default standard output). SIGTERM and SIGHUP stop the worker and the broker too."""
     from rich.console import Console
 
-    previous = {signum: signal.signal(signum, _stop_on_signal)
-                for signum in (signal.SIGTERM, signal.SIGHUP)}
-    try:
+    with stopped_as_by_ctrl_c():
         return _run_demo(args, console or Console(highlight=False))
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 def _run_demo(args: argparse.Namespace, console: Any) -> int:

@@ -1,11 +1,14 @@
 """Child processes of the service (the broker, workers, learners): free ports for them,
-stopping them by their PID, and children that die with the process that started them."""
+stopping them by their PID, children that die with the process that started them, and a
+parent that stops them when it is itself stopped by a signal."""
 from __future__ import annotations
 
 import signal
 import socket
 import subprocess
 import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -34,3 +37,20 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
     if sys.platform.startswith("linux"):
         import ctypes
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, sig)  # PR_SET_PDEATHSIG
+
+
+@contextmanager
+def stopped_as_by_ctrl_c(*signums: int) -> Iterator[None]:
+    """Within the block, `signums` (default SIGTERM and SIGHUP) end this process as Ctrl-C
+    does: through the ``finally`` blocks that stop its children (the broker, the workers).
+    Their default action ends it at once and leaves them running."""
+    def leave(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {signum: signal.signal(signum, leave)
+                for signum in signums or (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

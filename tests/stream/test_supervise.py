@@ -2,6 +2,8 @@
 broker (one line naming the address, exit code 2)."""
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 
@@ -39,6 +41,38 @@ def test_sigterm_reaches_the_child_and_ends_the_supervisor():
         assert parent.stdout.readline().strip() == "up"
         parent.terminate()
         assert parent.wait(timeout=20) == 0
+    finally:
+        parent.kill()
+
+
+#: a parent (as the benchmarks are) with a child it stops in a ``finally``
+STOPS_ITS_CHILD = """
+import subprocess, sys, time
+from stream.processes import stop_process, stopped_as_by_ctrl_c
+with stopped_as_by_ctrl_c():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        print(child.pid, flush=True)
+        time.sleep(120)
+    finally:
+        stop_process(child)
+        print("stopped", child.returncode, flush=True)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_parent_stopped_by_a_signal_stops_its_children_as_on_ctrl_c(signum):
+    """A benchmark or the demo killed (``kill``, a closed terminal) stops its broker and
+    workers on the way out instead of leaving them running."""
+    parent = subprocess.Popen([sys.executable, "-c", STOPS_ITS_CHILD], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        child = int(parent.stdout.readline())
+        parent.send_signal(signum)
+        assert parent.wait(timeout=30) == 128 + signum
+        assert parent.stdout.read().split() == ["stopped", str(-signal.SIGTERM)]
+        with pytest.raises(ProcessLookupError):
+            os.kill(child, 0)
     finally:
         parent.kill()
 
