@@ -11,6 +11,7 @@ a time).
 """
 from __future__ import annotations
 
+import asyncio
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
@@ -61,26 +62,36 @@ WORKER_BUSY_FETCH_MIN_BYTES = 16 * 1024
 WORKER_BUSY_FETCH_MAX_WAIT_MS = 5
 
 
-#: Longest aiokafka's fetch loop waits, when it sends no fetch, before it looks again (s;
-#: aiokafka: 0.2). It counts a node as busy until a done-callback of the node's fetch runs;
-#: woken in the same loop turn by something else (the judge taking records), it finds the
-#: fetch done but its node still busy, sends nothing and waits for a record to be taken or
-#: for this timeout; after a fetch that brought nothing, none is. Timing the worker's fetches
-#: at 500 events/s (one worker): 11 such waits in one latency run of four, each 201 ms with
-#: no fetch and the worker idle, the events of those 0.2 s then judged in one batch: p99
-#: 103 ms, in another run 350 ms. Awake otherwise only when no fetch can go out (every
-#: partition paused or holding records not taken), the loop costs nothing measurable.
-WORKER_FETCHER_TIMEOUT = 0.005
-
-
 def tune_fetcher(fetcher: Any) -> None:
     """Make aiokafka's `fetcher` (of a started consumer) fetch as the worker needs: see
-    :data:`WORKER_PREFETCH_BACKOFF`, :data:`WORKER_FETCHER_TIMEOUT` and
-    :func:`pace_fetches` (no option of aiokafka's consumer sets them: its fetcher, made at
-    start, reads them for every fetch)."""
+    :data:`WORKER_PREFETCH_BACKOFF`, :func:`pace_fetches` and :func:`wake_after_fetches`
+    (no option of aiokafka's consumer sets them: its fetcher, made at start, reads them for
+    every fetch)."""
     fetcher._prefetch_backoff = WORKER_PREFETCH_BACKOFF
-    fetcher._fetcher_timeout = WORKER_FETCHER_TIMEOUT
     pace_fetches(fetcher)
+    wake_after_fetches(fetcher)
+
+
+def wake_after_fetches(fetcher: Any) -> None:
+    """Wake aiokafka's fetch loop once a fetch's node is free again, if the loop took the
+    fetch as done before that. It counts a node as busy until a done-callback of the node's
+    fetch runs; woken in that loop turn by something else (the judge taking records), it
+    finds the fetch done but its node busy, sends nothing and waits for records to be taken
+    or for its 0.2 s timeout; after a fetch that brought nothing, none are. Timing the
+    worker's fetches at 500 events/s (one worker): 11 such waits in one latency run of four,
+    each 201 ms with no fetch and the worker idle, their events then judged in one batch:
+    p99 103 ms, 350 ms in another run."""
+    fetch = fetcher._proc_fetch_request
+
+    async def waking(assignment: Any, node_id: int, request: Any) -> bool:
+        def freed(task: asyncio.Task) -> None:  # after aiokafka's callback that frees the node
+            if task not in fetcher._pending_tasks:  # the loop took it as done and waits
+                fetcher._notify(fetcher._wait_consume_future)
+
+        asyncio.current_task().add_done_callback(freed)
+        return await fetch(assignment, node_id, request)
+
+    fetcher._proc_fetch_request = waking
 
 
 def pace_fetches(fetcher: Any) -> None:
