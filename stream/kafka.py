@@ -11,7 +11,6 @@ a time).
 """
 from __future__ import annotations
 
-import asyncio
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
@@ -62,36 +61,29 @@ WORKER_BUSY_FETCH_MIN_BYTES = 16 * 1024
 WORKER_BUSY_FETCH_MAX_WAIT_MS = 5
 
 
+#: Longest aiokafka's fetch loop waits, when it sends no fetch, before it looks again (s;
+#: aiokafka: 0.2). It counts a node as busy until a done-callback of the node's fetch runs;
+#: woken in that loop turn by something else (the judge taking records), it finds the fetch
+#: done but its node busy, sends nothing and waits for records to be taken or for this
+#: timeout; after a fetch that brought nothing, none are. Timing the worker's fetches at 500
+#: events/s: 11 such waits in one latency run of four, each 201 ms with no fetch and the
+#: worker idle, their events then judged in one batch (p99 103 ms; 350 ms in another run).
+#: A/B on one warm broker, three rounds (backlog events/s; p99 at 500 events/s): aiokafka's
+#: 0.2 s 3,040 / 2,909 / 3,045 (28.8 / 35.0 / 32.8 ms); a done-callback waking the loop only
+#: in that race 3,400 / 3,395 / 3,313 (27.0 / 41.9 / 43.4 ms); this timeout 3,755 / 3,507 /
+#: 3,466 (32.3 / 24.8 / 25.9 ms), the worker's CPU the same (so, by the throughput, other
+#: waits end early too). While a fetch is out the loop wakes up to 4 times to find it out.
+WORKER_FETCHER_TIMEOUT = 0.005
+
+
 def tune_fetcher(fetcher: Any) -> None:
     """Make aiokafka's `fetcher` (of a started consumer) fetch as the worker needs: see
-    :data:`WORKER_PREFETCH_BACKOFF`, :func:`pace_fetches` and :func:`wake_after_fetches`
-    (no option of aiokafka's consumer sets them: its fetcher, made at start, reads them for
-    every fetch)."""
+    :data:`WORKER_PREFETCH_BACKOFF`, :data:`WORKER_FETCHER_TIMEOUT` and
+    :func:`pace_fetches` (no option of aiokafka's consumer sets them: its fetcher, made at
+    start, reads them for every fetch)."""
     fetcher._prefetch_backoff = WORKER_PREFETCH_BACKOFF
+    fetcher._fetcher_timeout = WORKER_FETCHER_TIMEOUT
     pace_fetches(fetcher)
-    wake_after_fetches(fetcher)
-
-
-def wake_after_fetches(fetcher: Any) -> None:
-    """Wake aiokafka's fetch loop once a fetch's node is free again, if the loop took the
-    fetch as done before that. It counts a node as busy until a done-callback of the node's
-    fetch runs; woken in that loop turn by something else (the judge taking records), it
-    finds the fetch done but its node busy, sends nothing and waits for records to be taken
-    or for its 0.2 s timeout; after a fetch that brought nothing, none are. Timing the
-    worker's fetches at 500 events/s (one worker): 11 such waits in one latency run of four,
-    each 201 ms with no fetch and the worker idle, their events then judged in one batch:
-    p99 103 ms, 350 ms in another run."""
-    fetch = fetcher._proc_fetch_request
-
-    async def waking(assignment: Any, node_id: int, request: Any) -> bool:
-        def freed(task: asyncio.Task) -> None:  # after aiokafka's callback that frees the node
-            if task not in fetcher._pending_tasks:  # the loop took it as done and waits
-                fetcher._notify(fetcher._wait_consume_future)
-
-        asyncio.current_task().add_done_callback(freed)
-        return await fetch(assignment, node_id, request)
-
-    fetcher._proc_fetch_request = waking
 
 
 def pace_fetches(fetcher: Any) -> None:

@@ -53,7 +53,7 @@ def test_a_fetch_after_records_gathers_more_and_one_after_none_waits_for_the_fir
 def test_a_fetch_done_as_the_judge_takes_records_does_not_hold_the_next_one(kafka):
     """aiokafka's fetch loop, woken by records being taken in the loop turn in which a fetch
     ends, finds the fetch done but its node still busy and sends nothing: the next fetch
-    waited for aiokafka's 0.2 s timeout (stream.kafka.wake_after_fetches). Here every
+    waited for aiokafka's 0.2 s timeout (stream.kafka.WORKER_FETCHER_TIMEOUT). Here every
     empty fetch ends so: records being taken wake the loop just before the fetch is done."""
     names = topic_names(f"stale-{uuid.uuid4().hex[:6]}")
 
@@ -86,6 +86,6 @@ def test_a_fetch_done_as_the_judge_takes_records_does_not_hold_the_next_one(kafk
         return taken
 
     taken = asyncio.run(asyncio.wait_for(delays(), 60))
-    # aiokafka's timeout made most of them ~0.2 s; woken, none takes more than a fetch or
-    # two; the median keeps one slow turn of a busy machine out of it
+    # aiokafka's timeout made most of them ~0.2 s; the worker's makes none more than a fetch
+    # or two; the median keeps one slow turn of a busy machine out of it
     assert statistics.median(taken) < 0.1, [round(t, 3) for t in taken]
