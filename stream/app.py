@@ -118,9 +118,11 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
 
 async def restart_on_error(rt: Runtime, what: str, work: Awaitable) -> None:
     """Await `work`; if it raises (a bug: a record the worker fails on goes to the DLQ, it
-    does not raise), stop the worker for its supervisor to start a fresh one. Faust marks a
-    crashed agent or timer and carries on without it: the process stayed up, judging or
-    committing nothing, and did not stop on SIGTERM. What was not committed is judged again."""
+    does not raise), stop the worker for its supervisor to start a fresh one. Faust would end
+    a crashed timer for good (no checkpoint: nothing acknowledged again) and start a crashed
+    agent again (``mode.OneForOneSupervisor``) without the events it had taken: never
+    acknowledged, they hold back every commit of their partitions while the run they belong
+    to goes on without them. What was not committed is judged again."""
     try:
         await work
     except Exception:  # noqa: BLE001 - any bug; cancellation (a BaseException) goes through

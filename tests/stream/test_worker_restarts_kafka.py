@@ -109,7 +109,7 @@ def test_a_bug_outside_a_records_processing_restarts_the_worker_and_loses_no_run
         kafka, tmp_path, monkeypatch):
     """The worker's first send of verdicts raises (a fault injected by tests/stream/faults):
     the worker stops, its supervisor starts it again, and every run gets one final verdict,
-    the batch validator's. (Faust marks a crashed agent and goes on without it.)"""
+    the batch validator's. (Faust would start the judge again without the events it held.)"""
     prefix, topics, models = setup(kafka, tmp_path)
     runs = copies(2, prefix)
     marker = inject_fault(monkeypatch, tmp_path, "send")
