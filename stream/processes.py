@@ -40,15 +40,15 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
 
 
 @contextmanager
-def stopped_as_by_ctrl_c(*signums: int) -> Iterator[None]:
-    """Within the block, `signums` (default SIGTERM and SIGHUP) end this process as Ctrl-C
-    does: through the ``finally`` blocks that stop its children (the broker, the workers).
-    Their default action ends it at once and leaves them running."""
+def stopped_as_by_ctrl_c() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP end this process as Ctrl-C does: through the
+    ``finally`` blocks that stop its children (the broker, the workers). Their default
+    action ends it at once and leaves them running."""
     def leave(signum: int, frame: Any) -> None:
         raise SystemExit(128 + signum)
 
     previous = {signum: signal.signal(signum, leave)
-                for signum in signums or (signal.SIGTERM, signal.SIGHUP)}
+                for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:

@@ -23,9 +23,9 @@ def halves(runs: list[list[dict]]) -> tuple[list[dict], list[dict]]:
     return first, second
 
 
-def check_finals(values: list[dict], runs: list[list[dict]], timer: bool = True) -> None:
+def check_finals(values: list[dict], runs: list[list[dict]], excuse_timer: bool = True) -> None:
     """Every run has one final verdict (re-sent ones identical); those not made by the timer
-    (all of them unless `timer`) equal the batch validator's."""
+    (all of them unless `excuse_timer`) equal the batch validator's."""
     distinct = final_by_run(values)
     wanted = {run[0]["run_id"] for run in runs}
     assert set(distinct) == wanted, wanted - set(distinct)
@@ -34,7 +34,7 @@ def check_finals(values: list[dict], runs: list[list[dict]], timer: bool = True)
             "\n".join(records)
         record = json.loads(next(iter(records)))
         original = next(r[0]["run_id"] for r in example_events() if run_id.endswith(r[0]["run_id"]))
-        if not timer or not any(why in (record["reason"] or "") for why in TIMER_REASONS):
+        if not excuse_timer or not any(why in (record["reason"] or "") for why in TIMER_REASONS):
             expected = batch_verdicts()[original]
             assert (record["verdict"], record["reason"], record["cause"]) == \
                 (expected["verdict"], expected["reason"], expected["cause"]), run_id

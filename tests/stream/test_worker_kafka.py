@@ -126,7 +126,7 @@ def test_two_workers_started_together_on_a_backlog_lose_no_event(kafka, tmp_path
     finally:
         for worker in workers:
             worker.stop()
-    check_finals(values, runs, timer=False)
+    check_finals(values, runs, excuse_timer=False)
 
 
 def test_a_backlog_past_the_fetch_buffer_pauses_fetching_and_loses_no_event(kafka, tmp_path):
