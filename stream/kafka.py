@@ -150,17 +150,23 @@ class _WorkerConsumer(faust_kafka.Consumer):
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Message]]:
         sinks = self.fetch_sinks
-        generation = self.app.consumer_generation_id
         taken: dict[str, list[Message]] = {}
         async for tp, message in super().getmany(timeout):
             if tp.topic in sinks:
                 taken.setdefault(tp.topic, []).append(message)
             else:
                 yield tp, message
-        if not taken or not self.flow_active or generation != self.app.consumer_generation_id:
+        if not taken or not self.flow_active:
             return  # a rebalance began: read again from the committed offsets, as Faust does
+        # Each message holds the generation it was fetched in (as Faust's getmany counts it:
+        # after the fetch). Not the one this call began in: it waits out a whole rebalance
+        # for flow to resume, and the records it then fetches, from the new generation's
+        # seek, would be dropped and never read again (runs failed as missing their first
+        # events, one test run in nine).
+        generation = self.app.consumer_generation_id
         for topic, messages in taken.items():
-            sinks[topic]([message for message in messages if await self._read(message)])
+            sinks[topic]([message for message in messages
+                          if message.generation_id == generation and await self._read(message)])
 
     async def _read(self, message: Message) -> bool:
         """Whether `message` is new (what Faust's drain loop does before delivering one):

@@ -36,5 +36,6 @@ def check_finals(values: list[dict], runs: list[list[dict]], excuse_timer: bool 
         original = next(r[0]["run_id"] for r in example_events() if run_id.endswith(r[0]["run_id"]))
         if not excuse_timer or not any(why in (record["reason"] or "") for why in TIMER_REASONS):
             expected = batch_verdicts()[original]
-            assert (record["verdict"], record["reason"], record["cause"]) == \
-                (expected["verdict"], expected["reason"], expected["cause"]), run_id
+            got = (record["verdict"], record["reason"], record["cause"])
+            batch = (expected["verdict"], expected["reason"], expected["cause"])
+            assert got == batch, f"{run_id}: {got} != {batch}"
