@@ -161,8 +161,11 @@ class StreamProcessor:
                 raise Rejected("no_model", f"{where}: no model for task {event.task!r}")
             rec = RunRecord(event.run_id, event.task, model.version, source.partition)
             self.runs.cache[rec.run_id] = rec
-        elif source.partition == rec.partition and source.offset <= rec.last_offset:
-            # processed before a restart: send again, unchanged, what it caused then
+        elif source.partition == rec.partition and source.offset <= rec.last_offset and \
+                (event.seq < rec.next_seq or str(event.seq) in rec.held):
+            # processed before a restart: send again, unchanged, what it caused then (an
+            # event below the offsets processed but never processed itself was skipped by
+            # the consumer, a rebalance, and read again after a seek back: judged below)
             out.verdicts += [(rec.run_id, item["record"]) for item in rec.sent
                              if item["trigger"] == source.offset]
             return
@@ -174,7 +177,7 @@ class StreamProcessor:
         if rec.ended:
             raise Rejected("after_end", f"{where}: run {rec.run_id!r} ended before seq "
                            f"{event.seq} (its verdict is final)")
-        rec.last_offset = source.offset
+        rec.last_offset = max(rec.last_offset, source.offset)
         self.runs.dirty.add(rec.run_id)
         if event.seq > rec.next_seq:
             self._hold(rec, decoded.obj, len(value or b""), event, source, out)

@@ -107,6 +107,23 @@ def test_duplicates_and_reordering_within_the_window_give_the_in_order_verdicts(
     assert statuses(out) == statuses(in_order)
 
 
+def test_events_skipped_by_the_consumer_and_read_again_later_are_judged():
+    """Records the consumer dropped (a rebalance) and read again after a seek back come
+    below offsets already processed: an event never processed is judged, not taken for one
+    processed before a restart. Before, a run whose first events were skipped so held every
+    later one and failed as missing its first event."""
+    events = interleave([list(r) for r in example_events()])
+    records = as_records(events)
+    p = processor()
+    # each run's first two events were dropped
+    first = p.process_batch([r for r, e in zip(records, events) if e["seq"] >= 2])
+    assert not finals(first.verdicts)
+    out = p.process_batch(records)  # sought back: all of them again
+    same_as_batch(finals(first.verdicts + out.verdicts))
+    again = p.process_batch(records)  # and once more (a restart): nothing new is judged
+    assert finals(again.verdicts) == finals(out.verdicts)
+
+
 def test_a_gap_longer_than_the_window_fails_the_run_with_events_missing():
     events = list(example_events()[0])
     p = processor(reorder_window=3)
