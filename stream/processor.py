@@ -161,8 +161,8 @@ class StreamProcessor:
                 raise Rejected("no_model", f"{where}: no model for task {event.task!r}")
             rec = RunRecord(event.run_id, event.task, model.version, source.partition)
             self.runs.cache[rec.run_id] = rec
-        elif source.partition == rec.partition and source.offset <= rec.last_offset and \
-                (event.seq < rec.next_seq or str(event.seq) in rec.held):
+        seen = event.seq < rec.next_seq or str(event.seq) in rec.held
+        if seen and source.partition == rec.partition and source.offset <= rec.last_offset:
             # processed before a restart: send again, unchanged, what it caused then (an
             # event below the offsets processed but never processed itself was skipped by
             # the consumer, a rebalance, and read again after a seek back: judged below)
@@ -172,7 +172,7 @@ class StreamProcessor:
         if event.task != rec.task:
             raise Rejected("wrong_task", f"{where}: task {event.task!r} differs from the run's "
                            f"task {rec.task!r}")
-        if event.seq < rec.next_seq or str(event.seq) in rec.held:
+        if seen:
             return  # a duplicate (run_id, seq): ignored
         if rec.ended:
             raise Rejected("after_end", f"{where}: run {rec.run_id!r} ended before seq "
