@@ -81,6 +81,13 @@ class FetchedEvents:
             if batch:
                 return batch
 
+    def put_back(self, messages: list[Message]) -> None:
+        """Records taken but not judged (the judge's turn ended): first in line again."""
+        if messages:
+            self.waiting.extendleft(reversed(messages))
+            self.bytes += _size(messages)
+            self._arrived.set()
+
     def clear(self) -> None:
         """A rebalance began: drop what waits (read again from the committed offsets)."""
         self.waiting.clear()

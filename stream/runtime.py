@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 import time
-from typing import Any, Awaitable
+from typing import Any, Awaitable, Iterator
 
 from aiokafka import TopicPartition
 
@@ -37,6 +37,23 @@ from stream.training import TrainingRuns, seed_runs
 from stream.watchdog import Watchdog
 
 log = logging.getLogger("trustlayer.worker")
+
+
+#: Seconds the judge works before the event loop gets a turn (the rest of its batch waits
+#: for the next one): the consumer's heartbeats, fetches and the producer run in that loop
+#: (:mod:`stream.kafka`), and a batch of slow records (large screenshots, hostile ones) took
+#: seconds, past the group's session timeout.
+JUDGE_TURN = 0.1
+
+
+def within_turn(batch: list[Any], deadline: float, judged: list[Any]) -> Iterator[Any]:
+    """`batch`'s records until the monotonic clock passes `deadline` (one at least), each
+    added to `judged` as it is handed out."""
+    for message in batch:
+        if judged and time.monotonic() > deadline:
+            return
+        judged.append(message)
+        yield message
 
 
 class Outlets:
@@ -115,14 +132,16 @@ class Runtime:
             # end: their offsets are not committed, the new owner processes them again, and
             # both give the same verdicts and table records (processing is deterministic).
             batch = await self.fetched.take(self.cfg.batch_max)
-            records = [(m.key, m.value, Source(m.partition, m.offset, m.timestamp or 0.0,
-                                               m.topic)) for m in batch]
-            out = self.processor.process_batch(records)
-            self.checkpoint.add(batch, out, await self.outlets.send(out))
+            judged: list[Any] = []
+            turn = within_turn(batch, time.monotonic() + JUDGE_TURN, judged)
+            out = self.processor.process_batch(
+                (m.key, m.value, Source(m.partition, m.offset, m.timestamp or 0.0, m.topic))
+                for m in turn)
+            self.fetched.put_back(batch[len(judged):])
+            self.checkpoint.add(judged, out, await self.outlets.send(out))
             now = time.monotonic()
-            for _, _, source in records:
-                self.progress.done(TopicPartition(events_topic, source.partition),
-                                   source.offset, now)
+            for m in judged:
+                self.progress.done(TopicPartition(events_topic, m.partition), m.offset, now)
             # take() returns at once while records wait: without this the producer (the
             # verdicts just judged), the fetching and the timers would wait until the
             # judge had emptied the fetch buffer (up to 4,096 records, seconds of work)

@@ -1,0 +1,53 @@
+"""The judge hands the event loop a turn within :data:`stream.runtime.JUDGE_TURN` seconds
+(the consumer's heartbeats and fetches run in that loop): a batch is judged until its turn
+ends, and the records not judged yet wait first in line for the next turn."""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter
+
+from stream.fetched import FetchedEvents
+from stream.runtime import within_turn
+
+
+@dataclass
+class Record:
+    offset: int
+    value: bytes = b"x" * 10
+    topic: str = "events"
+    partition: int = 0
+    generation_id: int = 1
+
+
+def test_a_turn_ends_at_its_deadline_after_one_record_at_least():
+    batch = [Record(k) for k in range(10)]
+    judged: list = []
+    handed = []
+    for record in within_turn(batch, time.monotonic() + 0.05, judged):
+        handed.append(record)
+        time.sleep(0.02)  # a slow record
+    assert 2 <= len(handed) <= 4 and handed == judged == batch[:len(handed)]
+    late: list = []
+    assert list(within_turn(batch, time.monotonic() - 1, late)) == late == batch[:1]
+    every: list = []
+    assert list(within_turn(batch, time.monotonic() + 60, every)) == every == batch
+
+
+def test_records_put_back_come_first_again_in_their_order():
+    async def go() -> tuple[list, list, int]:
+        pauses = Counter("pauses", "fetch pauses", registry=CollectorRegistry())
+        fetched = FetchedEvents(lambda: None, lambda: 1, 1 << 20, pauses)
+        fetched.put([Record(k) for k in range(6)])
+        first = await fetched.take(4)
+        fetched.put_back(first[2:])
+        fetched.put([Record(6)])
+        again = await fetched.take(10)
+        return first, again, fetched.bytes
+
+    first, again, left = asyncio.run(go())
+    assert [r.offset for r in first] == [0, 1, 2, 3]
+    assert [r.offset for r in again] == [2, 3, 4, 5, 6]
+    assert left == 0
