@@ -6,8 +6,8 @@ producer sends requests that large plus overhead, and a consumer fetches records
 and stops them), :func:`admin` a started admin client for an ``async with`` block;
 :func:`topic_partitions` and :func:`committed_offsets` ask the cluster; :func:`assign_all`
 puts a consumer at the start of every partition of a topic; :class:`WorkerTransport` is the
-Faust worker's (its consumer's fetches held briefly, a topic's records handed over a fetch at
-a time).
+Faust worker's (its consumer in the worker's own event loop, its fetches held briefly, a
+topic's records handed over a fetch at a time).
 """
 from __future__ import annotations
 
@@ -217,7 +217,8 @@ class _WorkerConsumer(faust_kafka.Consumer):
 
 
 class WorkerTransport(faust_kafka.Transport):
-    """Faust's Kafka transport whose consumer's fetches the broker holds at most
+    """Faust's Kafka transport whose consumer runs in the worker's own event loop (see
+    :class:`_WorkerConsumerThread`), whose fetches the broker holds at most
     :data:`WORKER_FETCH_MAX_WAIT_MS` and whose consumer hands the records of a topic in its
     ``fetch_sinks`` to the sink a fetch at a time (see :class:`_WorkerConsumer`):
     ``app.transport = WorkerTransport(app.conf.broker_consumer, app)`` before the app's
