@@ -107,9 +107,10 @@ class _WorkerConsumerThread(faust_kafka.AIOKafkaConsumerThread):
     """Faust's aiokafka consumer "thread", run in the worker's own event loop, not a thread.
 
     Faust runs aiokafka in a thread of its own (so that an agent that blocks does not starve
-    the heartbeats; this worker's judge blocks one batch at most, and learning runs in its own
-    process). Every fetch then crossed between the threads twice, and the two contended for
-    the GIL: at 500 events/s the consumer's thread used 0.19-0.21 of the worker's 0.59-0.60
+    the heartbeats; this worker's judge gives the loop a turn every
+    :data:`stream.runtime.JUDGE_TURN` seconds, and learning runs in its own process). Every
+    fetch then crossed between the threads twice, and the two contended for the GIL: at
+    500 events/s the consumer's thread used 0.19-0.21 of the worker's 0.59-0.60
     CPU s/s. In the loop (A/B on one warm broker, three pairs): worker CPU 0.50-0.52 s/s, p99
     publish -> verdict 55.2 / 67.3 / 99.1 -> 31.3 / 49.1 / 50.9 ms. Calls into the "thread"
     are plain awaits, and its serving coroutine is a task of the loop."""
@@ -121,7 +122,7 @@ class _WorkerConsumerThread(faust_kafka.AIOKafkaConsumerThread):
         """Serve as a task of this loop (mode's ``ServiceThread.start`` starts a thread)."""
         self._thread_started.set()
         self._thread_running = asyncio.Future(loop=self.parent_loop)
-        self._serving = asyncio.ensure_future(self._serve())
+        self._serving = asyncio.ensure_future(self._serve())  # held: the loop keeps weak refs
         try:
             await self._thread_running  # set once started (an exception if it crashed)
         finally:
