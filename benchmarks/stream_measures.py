@@ -21,8 +21,8 @@ from typing import NamedTuple
 from PIL import Image
 
 # the benchmark modules put the repository on sys.path for the imports below them
-from stream_workloads import (EXAMPLES, PARTITIONS, events_processed, produce, start_worker,
-                              tree_cpu, wait_ready)
+from stream_workloads import (EXAMPLES, PARTITIONS, events_processed, machine_steal, produce,
+                              start_worker, tree_cpu, wait_ready)
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -190,7 +190,8 @@ def nothing_throughput(kafka, topic: str, n: int, work: Path) -> float:
 
 class Timing(NamedTuple):
     """p50, p99 (ms) of publish -> verdict, how many verdicts were timed, and the CPU
-    (seconds per second) the workers, the broker and the benchmark process used meanwhile."""
+    (seconds per second) the workers, the broker and the benchmark process used meanwhile,
+    and what the hypervisor took from the machine (``steal``)."""
 
     p50: float
     p99: float
@@ -217,7 +218,8 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
 
     def cpu_now() -> dict[str, float]:
         return {"wall": time.monotonic(), "workers": sum(tree_cpu(p.proc.pid) for p in procs),
-                "broker": tree_cpu(kafka.pid), "benchmark": time.process_time()}
+                "broker": tree_cpu(kafka.pid), "benchmark": time.process_time(),
+                "steal": machine_steal()}
 
     async def until_final(consumer: AIOKafkaConsumer, run_ids: set[str],
                           publisher: asyncio.Task, samples: list[float]) -> None:
@@ -287,7 +289,7 @@ def _quantiles(samples: list[float]) -> tuple[float, float, int]:
     return quantile(0.5), quantile(0.99), len(samples)
 
 
-def broker_latency(kafka, runs: list[list[dict]], rate: float) -> tuple[float, float, int]:
+def broker_latency(kafka, runs: list[list[dict]], rate: float) -> Timing:
     """p50, p99 (ms) from publishing an event to a plain aiokafka consumer (in this process,
     fetching as the worker does) receiving it, the same fleet at the same rate: what the
     broker, the publisher and this machine take with no worker (one hop; a verdict takes two)."""
@@ -322,8 +324,10 @@ def broker_latency(kafka, runs: list[list[dict]], rate: float) -> tuple[float, f
             await publisher
             await consumer.stop()
 
+    t0, steal = time.monotonic(), machine_steal()
     asyncio.run(go())
-    return _quantiles(samples)
+    return Timing(*_quantiles(samples),
+                  {"steal": (machine_steal() - steal) / (time.monotonic() - t0)})
 
 
 def processing_cost(registry: ModelRegistry, runs: list[list[dict]]) -> float:

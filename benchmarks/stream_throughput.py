@@ -114,13 +114,15 @@ def main() -> int:
                   f"p99 {steady.p99:6.1f} ms  ({steady.count} verdicts; goal p99 <= 50 ms)")
             print(f"      CPU meanwhile (s/s, {os.cpu_count()} cores): workers "
                   f"{steady.cpu['workers']:.2f}, broker {steady.cpu['broker']:.2f}, fleet and "
-                  f"verdict reader {steady.cpu['benchmark']:.2f}")
+                  f"verdict reader {steady.cpu['benchmark']:.2f}; taken by the hypervisor "
+                  f"(steal) {steady.cpu['steal']:.2f}")
             print(f"      warm-up: p50 {warm.p50:6.1f} ms  p99 {warm.p99:6.1f} ms  ({warm.count} "
                   f"verdicts), CPU workers {warm.cpu['workers']:.2f}, broker "
-                  f"{warm.cpu['broker']:.2f}")
-        p50, p99, count = broker_latency(kafka, copies(test, n_runs, f"h{tag}"), args.rate)
-        print(f"   no worker: p50 {p50:6.1f} ms  p99 {p99:6.1f} ms  ({count} events received by a "
-              f"plain consumer: the broker and this machine alone, one hop of a verdict's two)")
+                  f"{warm.cpu['broker']:.2f}, steal {warm.cpu['steal']:.2f}")
+        hop = broker_latency(kafka, copies(test, n_runs, f"h{tag}"), args.rate)
+        print(f"   no worker: p50 {hop.p50:6.1f} ms  p99 {hop.p99:6.1f} ms  ({hop.count} events "
+              f"received by a plain consumer: the broker and this machine alone, one hop of a "
+              f"verdict's two; steal {hop.cpu['steal']:.2f})")
     return 0
 
 
