@@ -292,7 +292,8 @@ def _quantiles(samples: list[float]) -> tuple[float, float, int]:
 def broker_latency(kafka, runs: list[list[dict]], rate: float) -> Timing:
     """p50, p99 (ms) from publishing an event to a plain aiokafka consumer (in this process,
     fetching as the worker does) receiving it, the same fleet at the same rate: what the
-    broker, the publisher and this machine take with no worker (one hop; a verdict takes two)."""
+    broker, the publisher and this machine take with no worker (one hop; a verdict takes two);
+    the :class:`Timing`'s ``cpu`` holds only ``steal``."""
     quiet_collector()
     topics = topic_names(f"hop-{uuid.uuid4().hex[:6]}")
     ensure_topics(kafka.bootstrap, topics)
