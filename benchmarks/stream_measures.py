@@ -22,7 +22,7 @@ from PIL import Image
 
 # the benchmark modules put the repository on sys.path for the imports below them
 from stream_workloads import (EXAMPLES, PARTITIONS, events_processed, machine_steal, produce,
-                              start_worker, tree_cpu, wait_ready)
+                              start_worker, steal_during, tree_cpu, wait_ready)
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -325,10 +325,8 @@ def broker_latency(kafka, runs: list[list[dict]], rate: float) -> Timing:
             await publisher
             await consumer.stop()
 
-    t0, steal = time.monotonic(), machine_steal()
-    asyncio.run(go())
-    return Timing(*_quantiles(samples),
-                  {"steal": (machine_steal() - steal) / (time.monotonic() - t0)})
+    _, steal = steal_during(lambda: asyncio.run(go()))
+    return Timing(*_quantiles(samples), {"steal": steal})
 
 
 def processing_cost(registry: ModelRegistry, runs: list[list[dict]]) -> float:

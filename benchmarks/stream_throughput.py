@@ -16,7 +16,9 @@ measured in the same run (nothing asserted).
    p99 <= 50 ms), with one worker and with two workers in one group, each after a warm-up
    at the same load (timed apart: a fresh broker's JIT is still compiling meanwhile).
 
-The runs are the repo's examples/jupyter test runs, copied under new run ids.
+The runs are the repo's examples/jupyter test runs, copied under new run ids. Each phase
+prints the CPU the hypervisor took meanwhile (steal): on a shared VM it moves the figures
+more than the code does.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from pathlib import Path
 # the benchmark modules put the repository on sys.path for the imports below them
 from stream_measures import (FLEET_AGENTS, broker_latency, latency, nothing_throughput,
                              plain_loop, screenshot_cost, worker_throughput)
-from stream_workloads import EXAMPLES, PARTITIONS, copies, produce, text_only
+from stream_workloads import EXAMPLES, PARTITIONS, copies, produce, steal_during, text_only
 
 from stream.broker import EmbeddedKafka
 from stream.processes import stopped_as_by_ctrl_c
@@ -70,27 +72,31 @@ def main() -> int:
 
     with EmbeddedKafka(log_level="WARN") as kafka:
         print(f"Kafka 4.4 at {kafka.bootstrap} (started in {kafka.startup_seconds:.1f} s)")
-        worker_1, (cpu_1, broker_1) = worker_throughput(kafka, models, events, 1, work)
+        (worker_1, (cpu_1, broker_1)), steal_1 = steal_during(
+            lambda: worker_throughput(kafka, models, events, 1, work))
         topics = topic_names(f"raw-{uuid.uuid4().hex[:6]}")
         ensure_topics(kafka.bootstrap, topics, PARTITIONS)
         asyncio.run(produce(kafka.bootstrap, topics.events, events))
-        nothing = nothing_throughput(kafka, topics.events, len(events), work)
-        plain = asyncio.run(plain_loop(kafka.bootstrap, topics.events, topics.verdicts,
-                                       len(events)))
+        nothing, steal_0 = steal_during(
+            lambda: nothing_throughput(kafka, topics.events, len(events), work))
+        plain, steal_p = steal_during(lambda: asyncio.run(
+            plain_loop(kafka.bootstrap, topics.events, topics.verdicts, len(events))))
         # four times the events: the first worker judges alone until the second one joins
         backlog = interleave(copies(test, 4 * len(many), "u"))
-        worker_2, (*cpu_2, broker_2) = worker_throughput(kafka, models, backlog, 2, work)
-        print(f"\n1. throughput, text/a11y events ({PARTITIONS} partitions)")
+        (worker_2, (*cpu_2, broker_2)), steal_2 = steal_during(
+            lambda: worker_throughput(kafka, models, backlog, 2, work))
+        print(f"\n1. throughput, text/a11y events ({PARTITIONS} partitions; steal: the CPU the "
+              f"hypervisor took during each phase, s/s)")
         print(f"   worker (1 process)          {worker_1:7.0f} events/s, CPU {cpu_1:.2f} s/s "
-              f"(broker {broker_1:.2f})")
-        print(f"   do-nothing Faust agent      {nothing:7.0f} events/s")
+              f"(broker {broker_1:.2f}), steal {steal_1:.2f}")
+        print(f"   do-nothing Faust agent      {nothing:7.0f} events/s, steal {steal_0:.2f}")
         print(f"   plain aiokafka loop         {plain:7.0f} events/s (json-decodes each event, "
-              f"produces one small record)")
+              f"produces one small record), steal {steal_p:.2f}")
         print(f"   worker / do-nothing agent    = {worker_1 / nothing:.2f}  (goal >= 0.5)")
         print(f"   worker / plain aiokafka loop = {worker_1 / plain:.3f}")
         print(f"   2 workers                   {worker_2:7.0f} events/s, {worker_2 / 2:.0f} per "
               f"worker, CPU {' + '.join(f'{c:.2f}' for c in cpu_2)} s/s (broker "
-              f"{broker_2:.2f}); "
+              f"{broker_2:.2f}), steal {steal_2:.2f}; "
               f"2 workers / 1 worker = {worker_2 / worker_1:.2f} ({os.cpu_count()} cores)")
 
         per_event, printed, decode = screenshot_cost()

@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Callable, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -21,6 +22,7 @@ from stream.demo import WorkerProcess  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "jupyter"
 PARTITIONS = 4  # of the events topic: up to 4 workers share the load
+T = TypeVar("T")
 
 
 def text_only(event: dict) -> dict:
@@ -81,6 +83,14 @@ def machine_steal() -> float:
         return int(fields[8]) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return 0.0
+
+
+def steal_during(measure: Callable[[], T]) -> tuple[T, float]:
+    """What `measure()` returns, and the CPU the hypervisor took meanwhile (seconds per
+    second, of all cores: see :func:`machine_steal`)."""
+    steal, t0 = machine_steal(), time.monotonic()
+    result = measure()
+    return result, (machine_steal() - steal) / (time.monotonic() - t0)
 
 
 def tree_cpu(pid: int) -> float:
