@@ -100,7 +100,7 @@ def accepting_states(paths: Mapping[str, Path]) -> list[str]:
     return list(dict.fromkeys(path[-1][0] for path in paths.values() if path))
 
 
-def _place(step: Step) -> frozenset[str]:
+def place_lines(step: Step) -> frozenset[str]:
     return frozenset(line for line in step.fingerprint.lines if line.startswith(PLACE_PREFIXES))
 
 
@@ -111,13 +111,13 @@ def _lasting_additions(path: Path) -> list[bool]:
     (a page loading, a news toast left open) is not the agent's work. The first step adds
     all it shows: a page a run started on counts only if the run ended there."""
     last_step = path[-1][1]
-    last, last_place = last_step.fingerprint.content, _place(last_step)
+    last, last_place = last_step.fingerprint.content, place_lines(last_step)
     lasting = []
     previous: frozenset[str] = frozenset()
     for _, here in path:
         added = here.fingerprint.content - previous
         previous = here.fingerprint.content
-        lasting.append(by_agent(here) and _place(here) == last_place and bool(added & last))
+        lasting.append(by_agent(here) and place_lines(here) == last_place and bool(added & last))
     return lasting
 
 
@@ -189,7 +189,7 @@ def milestone_kinds(essential: Sequence[str], accepting: Sequence[str],
 
 def output_call(action: Action) -> str:
     """The name of a tool call, across runs: its type and target (``tool:report_answer``)."""
-    return f"{action.type}:{action.target or ''}"
+    return action.call
 
 
 def _shown(observation: Observation) -> tuple:

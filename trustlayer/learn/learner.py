@@ -38,11 +38,12 @@ from trustlayer.learn.evidence import (
     touch_templates,
     untouched_facts,
 )
+from trustlayer.learn.failure_signs import failure_signs
 from trustlayer.learn.naming import name_states
 from trustlayer.learn.profiles import (
     borrow_variation,
-    learned_tolerance,
     learn_profile,
+    learned_tolerance,
     varied_words,
 )
 from trustlayer.model import Model, ModelState
@@ -310,7 +311,9 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                   convergence=convergence_points(graph),
                   training_runs=run_ids, settings=settings, end_evidence=evidence_of_ends,
                   files_change_alone=any(step.files_moved for run in steps.values()
-                                         for step in run))
+                                         for step in run),
+                  **failure_signs(learned_from, [(path[-1][0], steps[rid])
+                                                 for rid, path in paths.items()]))
     negatives = _negatives(model, failed, causes or {}, settings)
     name_states(negatives, {}, {}, {})
     for negative in negatives:

@@ -145,6 +145,33 @@ def required_removals(runs: Sequence[Run]) -> dict[str, list[str]]:
     return required
 
 
+def taken_out(text: str | None) -> dict[str, list[str]]:
+    """``path -> lines`` that the diffs in `text` take out of files (only lines that say
+    something: :data:`MIN_LINE_CHARS` or more, with a word).
+
+    >>> taken_out("--- a/t.py\\n+++ b/t.py\\n@@ -1 +1 @@\\n-assert ns == {}\\n+x = 1\\n")
+    {'t.py': ['assert ns == {}']}
+    """
+    return {path: sorted(line for line in removed if _distinctive(line))
+            for path, (removed, _) in diff_changes(text).items()
+            if any(_distinctive(line) for line in removed)}
+
+
+def added_only(runs: Sequence[Run]) -> list[str]:
+    """Files that successful runs' diffs changed and never took a line out of (tests
+    beside the old ones, a changelog entry): a run taking lines out of one changes what
+    they all kept (a pinned test edited or deleted)."""
+    added: set[str] = set()
+    cut: set[str] = set()
+    for run in runs:
+        for event in run.events:
+            if event.kind == "state":
+                changes = diff_changes(event.observation.text)
+                added |= {path for path, (_, new) in changes.items() if new}
+                cut |= set(taken_out(event.observation.text))
+    return sorted(added - cut)
+
+
 def describe(missing: Iterable[tuple[str, str]]) -> str:
     """A reason naming what was kept: ``every successful run removed `x` from m.py``."""
     path, line = next(iter(missing))

@@ -41,6 +41,11 @@ class Action:
     value: str | None = None
     args: dict[str, Any] | None = None
 
+    @property
+    def call(self) -> str:
+        """The name of the call across runs: its type and target (``tool:run_tests``)."""
+        return f"{self.type}:{self.target or ''}"
+
     def signature(self) -> str:
         """A short canonical form of the action, used to compare actions across runs:
         type, target and value (for tools: the path or command word), volatile parts
