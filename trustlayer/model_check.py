@@ -267,7 +267,7 @@ def check_model(data: dict, shape: Sequence[Field]) -> None:
     _ids(list(evidence), "end_evidence", data.get("accepting", []))
     for state, templates in evidence.items():
         _strings(templates, f"end_evidence[{state!r}]")
-    for name in ("required_removals", "overcome", "gone_lines"):
+    for name in ("required_removals", "overcome", "gone_lines", "required_words"):
         _string_lists(data.get(name, {}), name)
     _ids(list(data.get("gone_lines", {})), "gone_lines", data.get("accepting", []))
     for name in ("checks", "check_files", "added_only"):

@@ -107,13 +107,16 @@ class Matcher:
         ids = self._matches(step)
         negatives = [sid for sid in ids if sid in self.model.negative]
         known = [sid for sid in ids if sid not in self.model.negative]
-        self.signs.observe(self.model, step, before, text, known)
         upcoming = self._upcoming_transient()
         if upcoming and upcoming not in known and like_in_shape(self.model, step.fingerprint,
                                                                 upcoming):
             known.append(upcoming)
             self.reshaped.append(upcoming)
         novel = index_of(self.model).novelty(step.fingerprint) if not known else []
+        # a known state may hold news too (a tool's error beside the usual output)
+        news = bool(novel) or bool(known) and bool(self.model.check_files) \
+            and bool(index_of(self.model).novelty(step.fingerprint))
+        self.signs.observe(self.model, step, before, text, known, news)
         ends = ends_like_success(self.model, step.fingerprint, known) \
             or self._answered() and at_an_end_place(self.model, step.fingerprint)
         self.history.append(Observed(step.seq, step.ts, known, action_signatures(step),
@@ -240,16 +243,20 @@ class Matcher:
             self.history[-1] = self.history[-1]._replace(ends=True)  # answered after it
             self._advance(list(self.model.accepting), seq)
         wrong = self._wrong_output()
+        if self.status.status == PASSED and wrong is None \
+                and (kept := self.removals.missing(self.model.required_removals)):
+            # the most precise sign of what the edits of a run that got that far missed
+            self._fail(seq, describe(kept), "agent_error")
+            return
         sign = self.signs.sign(self.model) if wrong is None else None
+        if sign is not None and sign.cause is not None:
+            self._fail(seq, sign.reason, sign.cause)
+            return
         if self.status.status == PASSED and wrong is None and sign is None:
-            kept = self.removals.missing(self.model.required_removals)
-            if kept:
-                self._fail(seq, describe(kept), "agent_error")
-                return
             self.status.final = True
             self.status.warnings = self._route_warnings()
             return
-        headline = sign if wrong is None else (
+        headline = (sign and sign.reason) if wrong is None else (
             f"the agent called {wrong[0]}:{wrong[1]}; every successful run called it "
             f"with '{wrong[2]}'")
         call = wrong[0] if wrong is not None else None

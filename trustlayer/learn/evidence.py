@@ -41,7 +41,7 @@ from typing import Mapping, Sequence
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.context import context_lines
 from trustlayer.observe.steps import Step, by_agent
-from trustlayer.observe.templates import WILDCARD, Profile, template_form
+from trustlayer.observe.templates import WILDCARD, Profile, says_something, template_form
 from trustlayer.observe.traces import Action, Observation, Run
 
 Path = Sequence[tuple[str, Step]]  # a run's (model state id, step) in order
@@ -159,7 +159,8 @@ def end_evidence(profile: Profile,
         return []
     shown = [{profile.template_of(line) for line in last - early} for last, early in ends]
     common = set.intersection(*shown) - {None}
-    return [profile.templates[i] for i in sorted(common) if not profile.salient[i]]
+    return [profile.templates[i] for i in sorted(common)
+            if not profile.salient[i] and says_something(profile.templates[i])]
 
 
 def _first_visits(state_id: str, paths: Mapping[str, Path]) -> list[tuple[str, int]]:

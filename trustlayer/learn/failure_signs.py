@@ -18,6 +18,9 @@ from the successful runs, never from words of one application:
   last answer of it: the red test run the fix turned green (``<*> failed , <*> passed``).
   A run whose last answer of that check still shows one stopped at a report successful
   runs went on to overcome.
+* **required words**: names every successful run's diffs added to the files they all
+  changed (:func:`trustlayer.observe.edits.required_words`: the option's name, the
+  call doing the work): a run whose edits never add one did not implement what they did.
 * **files only added to**: files successful runs' diffs changed and never took a line
   out of (:func:`trustlayer.observe.edits.added_only`): a run taking lines out of one
   changed what they all kept (a pinned test edited or deleted).
@@ -30,7 +33,7 @@ from typing import Any, Sequence
 from trustlayer.learn.evidence import place_lines
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.context import file_facts
-from trustlayer.observe.edits import added_only, changed_in_facts
+from trustlayer.observe.edits import added_only, changed_in_facts, required_words
 from trustlayer.observe.steps import Step
 from trustlayer.observe.templates import shape_of, word_tokens
 from trustlayer.observe.traces import Run
@@ -181,5 +184,6 @@ def failure_signs(runs: Sequence[Run], paths: Sequence[tuple[str, Path]]) -> dic
     steps = [path for _, path in paths]
     return {"gone_lines": gone_lines(paths), "checks": checks(steps),
             "added_only": added_only(runs),
+            "required_words": required_words(runs, changed_everywhere(steps)),
             "check_files": sorted(changed_everywhere(steps)),
             "overcome": overcome_shapes(steps, checks(steps), changed_everywhere(steps))}

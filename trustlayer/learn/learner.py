@@ -41,6 +41,8 @@ from trustlayer.learn.evidence import (
 from trustlayer.learn.failure_signs import failure_signs
 from trustlayer.learn.naming import name_states
 from trustlayer.learn.profiles import (
+    chrome_lines,
+    chrome_variants,
     borrow_variation,
     learn_profile,
     learned_tolerance,
@@ -245,6 +247,7 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     groups = group_states([[st.fingerprint for st in steps[rid]] for rid in run_ids], settings)
     groups.sort(key=lambda g: (statistics.mean(i / len(steps[run_ids[r]]) for r, i in g), g[0]))
     last_lines = [steps[rid][-1].fingerprint.content for rid in run_ids]
+    chrome = chrome_lines([[step.fingerprint.content for step in steps[rid]] for rid in run_ids])
     state_of: dict[tuple[int, int], str] = {}
     states: dict[str, ModelState] = {}
     for number, group in enumerate(groups):
@@ -253,8 +256,10 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
             state_of[key] = sid
         states[sid] = _build_state(sid, [(run_ids[r], steps[run_ids[r]][i]) for r, i in group],
                                    settings.thumbnail_size,
-                                   [_not_evidence(steps[run_ids[r]], i, last_lines[r])
+                                   [_not_evidence(steps[run_ids[r]], i, last_lines[r]) | chrome
                                     for r, i in group])
+        if chrome:  # the frame may show another value anywhere (a theme, a mode)
+            states[sid].profile = states[sid].profile.with_optional(chrome_variants(chrome))
     member_lines = {sid: [steps[run_ids[r]][i].fingerprint.lines for r, i in group]
                     for sid, group in zip(states, groups)}
     varied = set().union(*(varied_words(state.profile, member_lines[sid])
@@ -280,7 +285,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     accepting = accepting_states(paths)
     ending = _build_state("end", [(rid, steps[rid][-1]) for rid in run_ids],
                           settings.thumbnail_size,
-                          [untouched_facts(steps[rid][-1].fingerprint.lines) for rid in run_ids])
+                          [untouched_facts(steps[rid][-1].fingerprint.lines) | chrome
+                           for rid in run_ids])
     ends_of = {sid: [(steps[rid][-1].fingerprint.lines,
                       frozenset().union(*(step.fingerprint.lines
                                           for step in before_the_work(path))))
