@@ -34,6 +34,9 @@ from trustlayer.score.scores import score
 from trustlayer.score.selfcheck import CheckReport, check
 from trustlayer.settings import Settings
 
+#: with this many successful runs or fewer, ``learn`` reports leave-one-out by itself
+FEW_RUNS = 5
+
 
 def cmd_learn(args: argparse.Namespace) -> int:
     runs = read_traces(args.paths, "reading", args.quiet)
@@ -41,13 +44,17 @@ def cmd_learn(args: argparse.Namespace) -> int:
     settings = Settings()
     if args.llm_base_url:
         settings.llm.enabled, settings.llm.base_url = True, args.llm_base_url
+    background = read_traces(args.background, "reading background", args.quiet) \
+        if args.background else []
     model = learn(runs, settings, causes={rid: lab.get("cause") for rid, lab in labels.items()},
-                  progress=lambda items: progress(list(items), "fingerprinting", args.quiet))
+                  progress=lambda items: progress(list(items), "fingerprinting", args.quiet),
+                  background=background)
     model.save(args.output)
     print(f"learned '{model.task}' from {len(model.training_runs)} successful runs: "
           f"{len(model.states)} states, {len(model.essential)} essential, "
           f"{len(model.negative)} negative -> {args.output}", file=sys.stderr)
-    _print_check(model, runs, args.loo, args.quiet)
+    # few runs cannot tell a shared habit from the task: say which milestones are in doubt
+    _print_check(model, runs, args.loo or len(model.training_runs) <= FEW_RUNS, args.quiet)
     return EXIT_OK
 
 
@@ -179,7 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="model file to write")
     p.add_argument("--llm-base-url", help="enable the LLM tier with this OpenAI-compatible URL")
     p.add_argument("--loo", action="store_true", help="also judge each training run by the "
-                   "model learned from the others (leave-one-out: one learning per run)")
+                   "model learned from the others (leave-one-out: one learning per run; "
+                   f"always with {FEW_RUNS} runs or fewer)")
+    p.add_argument("--background", nargs="+", metavar="PATH", help="runs of other tasks of "
+                   "the same application (.jsonl files or directories): the layout they all "
+                   "show is no milestone of this task")
     p.set_defaults(func=cmd_learn)
     p = sub.add_parser("check", help="judge a model's training runs against it (must all "
                        "pass) and each against the model learned from the others")

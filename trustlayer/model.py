@@ -22,7 +22,7 @@ from trustlayer.settings import Settings
 
 # 2: wildcards are the tokens <*> and <**> (1 used * and **); 3: nearest_milestone (was idom);
 # 4: end_evidence, required_removals, files_change_alone; 5: the signs of failure (gone_lines,
-# checks, check_files, overcome, added_only, required_words)
+# checks, check_files, overcome, added_only, required_words, statuses)
 MODEL_FORMAT = 5
 
 
@@ -113,8 +113,8 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
     state where successful runs ended, what their work made go), ``checks`` (tools every successful run used
     after its last change of ``check_files``, the files they all changed) and
     ``overcome`` (per tool, the shapes of lines successful runs fixed), ``added_only``
-    (files their diffs never took a line out of) and ``required_words`` (names their
-    diffs all added to ``check_files``).
+    (files their diffs never took a line out of), ``required_words`` (names their diffs
+    all added to ``check_files``) and ``statuses`` (the HTTP statuses their pages got).
     ``soft`` holds the essential states a run may skip: interruptions and incidental ones.
     """
 
@@ -147,6 +147,7 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
     overcome: dict[str, list[str]] = field(default_factory=dict)
     added_only: list[str] = field(default_factory=list)
     required_words: dict[str, list[str]] = field(default_factory=dict)
+    statuses: list[int] = field(default_factory=list)
 
     @property
     def optional(self) -> list[str]:
@@ -181,7 +182,7 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
                 "end_evidence": self.end_evidence, "gone_lines": self.gone_lines,
                 "checks": self.checks, "check_files": self.check_files,
                 "overcome": self.overcome, "added_only": self.added_only,
-                "required_words": self.required_words}
+                "required_words": self.required_words, "statuses": self.statuses}
 
     @classmethod
     def from_json(cls, data: dict) -> "Model":
@@ -208,7 +209,8 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
                        data.get("files_change_alone", False), data.get("end_evidence", {}),
                        data.get("gone_lines", {}), data.get("checks", []),
                        data.get("check_files", []), data.get("overcome", {}),
-                       data.get("added_only", []), data.get("required_words", {}))
+                       data.get("added_only", []), data.get("required_words", {}),
+                       data.get("statuses", []))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None
 

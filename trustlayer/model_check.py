@@ -270,6 +270,9 @@ def check_model(data: dict, shape: Sequence[Field]) -> None:
     for name in ("required_removals", "overcome", "gone_lines", "required_words"):
         _string_lists(data.get(name, {}), name)
     _ids(list(data.get("gone_lines", {})), "gone_lines", data.get("accepting", []))
+    _typed(data.get("statuses", []), list, "statuses")
+    for number, status in enumerate(data.get("statuses", [])):
+        _count(status, f"statuses[{number}]", 100)
     for name in ("checks", "check_files", "added_only"):
         _strings(data.get(name, []), name)
 

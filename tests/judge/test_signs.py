@@ -1,6 +1,7 @@
 """Signs of failure are never outweighed by milestones: each learned from the real dev
 traces, each shown on a real run changed in the one way it names."""
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,10 @@ def events_of(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def judged(model, events: list[dict], tmp_path: Path):
+def judged(model, events: list[dict], tmp_path: Path, shots: Path | None = None):
+    """The status of `events` written as a run (with the `shots` folder of their images)."""
+    if shots is not None and not (tmp_path / "shots").exists():
+        shutil.copytree(shots, tmp_path / "shots" / shots.name)
     path = tmp_path / f"{events[0]['run_id']}.jsonl"
     path.write_text("".join(json.dumps(event) + "\n" for event in events))
     return judge_run(model, read_run(path))
@@ -95,3 +99,25 @@ def test_signs_survive_a_snapshot(cli_flag_model):
         matcher.feed(event)
     resumed = Matcher.restore(cli_flag_model, json.loads(json.dumps(matcher.snapshot())))
     assert resumed.feed(run.events[-1]).verdict == "fail"
+
+
+def test_a_server_error_no_successful_run_received_is_the_products_fault():
+    model = learn(read_runs([RENAME / "train"]))
+    assert all(status < 400 for status in model.statuses)
+    # the save answered 500: Django's plain error page
+    status = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-09.jsonl"))
+    assert status.verdict == "fail" and status.cause == "product_bug"
+    assert status.reason.startswith("the server answered POST /admin/library/category/")
+
+
+def test_a_later_good_answer_to_the_same_request_makes_an_error_good(tmp_path):
+    model = learn(read_runs([RENAME / "train"]))
+    events = events_of(RENAME / "train" / "dj-rename-category-train-01.jsonl")
+    states = [event for event in events if event["kind"] == "state"]
+    request = {"method": "GET", "path": "/admin/jsi18n/", "type": "script"}
+    states[-2]["observation"]["network"] = [dict(request, status=503)]
+    states[-1]["observation"]["network"] = []
+    shots = RENAME / "train" / "shots" / "dj-rename-category-train-01"
+    assert "answered GET /admin/jsi18n/ with 503" in judged(model, events, tmp_path, shots).reason
+    states[-1]["observation"]["network"] = [dict(request, status=200)]
+    assert judged(model, events, tmp_path, shots).verdict == "pass"

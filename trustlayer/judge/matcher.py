@@ -29,7 +29,7 @@ from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.steps import Step, StepBuilder, action_signatures
-from trustlayer.observe.traces import Action, Event, Run
+from trustlayer.observe.traces import Action, Event, Observation, Run
 
 
 class Matcher:
@@ -97,13 +97,14 @@ class Matcher:
             if self.model.required_removals:
                 self.removals.observe(event.observation.text,
                                       changed_in_facts(before, step.fingerprint.lines))
-            self._observe(step, before, event.observation.text)
+            self._observe(step, before, event.observation)
         elif event.kind == "end":
             self.signs.self_report = event.self_report
             self.close(event.seq)
         return self.status
 
-    def _observe(self, step: Step, before: frozenset[str] | None, text: str | None) -> None:
+    def _observe(self, step: Step, before: frozenset[str] | None,
+                 observation: Observation) -> None:
         ids = self._matches(step)
         negatives = [sid for sid in ids if sid in self.model.negative]
         known = [sid for sid in ids if sid not in self.model.negative]
@@ -116,7 +117,8 @@ class Matcher:
         # a known state may hold news too (a tool's error beside the usual output)
         news = bool(novel) or bool(known) and bool(self.model.check_files) \
             and bool(index_of(self.model).novelty(step.fingerprint))
-        self.signs.observe(self.model, step, before, text, known, news)
+        self.signs.observe(self.model, step, before, observation.text, known, news,
+                           observation.network)
         ends = ends_like_success(self.model, step.fingerprint, known) \
             or self._answered() and at_an_end_place(self.model, step.fingerprint)
         self.history.append(Observed(step.seq, step.ts, known, action_signatures(step),

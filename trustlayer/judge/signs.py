@@ -9,21 +9,24 @@ ends fails, however far it got. The signs:
 * it changed the files every successful run changed and never checked its work after;
 * it took lines out of a file successful runs only ever added to, or its edits never
   added a name every successful run's edits added;
+* its page received an HTTP error no successful run received, never answered well since;
 * the agent itself reported failure (a report of success is no evidence of success).
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 from trustlayer.model import Model
 from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import WordLedger, changed_in_facts, taken_out
 from trustlayer.observe.steps import Step
 from trustlayer.observe.templates import shape_of
+from trustlayer.observe.traces import Response
 
 MAX_QUOTED = 60  # characters of a line quoted in a reason
 AGENT_ERROR, PRODUCT_BUG = "agent_error", "product_bug"
+HTTP_ERROR, SERVER_ERROR = 400, 500  # a 5xx is the server's own failure, a 4xx may be asked for
 
 
 class Sign(NamedTuple):
@@ -55,15 +58,25 @@ class FailureWatch:
     # last check's answer, and since the last change of the files (with that change)
     news_since_report: bool = False
     news_since_change: bool = False
+    # "METHOD path" -> the error status no successful run received, not made good since
+    http_errors: dict[str, int] = field(default_factory=dict)
     self_report: str | None = None
 
     def observe(self, model: Model, step: Step, before: frozenset[str] | None,
-                text: str | None, ids: list[str], news: bool) -> None:
+                text: str | None, ids: list[str], news: bool,
+                responses: Sequence[Response] = ()) -> None:
         """Take the run's next step (`before`: the lines of the state before it; `text`:
         the state's text, where a tool's diffs are read; `ids`: the model states it is;
-        `news`: whether it shows words no successful run showed)."""
+        `news`: whether it shows words no successful run showed; `responses`: the HTTP
+        responses its page received)."""
         lines = step.fingerprint.content
         self.news_since_report |= news
+        for response in responses:
+            request = f"{response.method} {response.path}"
+            if response.status >= HTTP_ERROR and response.status not in model.statuses:
+                self.http_errors[request] = response.status
+            else:  # answered again, and well
+                self.http_errors.pop(request, None)
         self.news_since_change |= news
         if model.added_only and not self.taken_out:
             self.taken_out = next(([path, removed[0]] for path, removed in taken_out(text).items()
@@ -107,6 +120,9 @@ class FailureWatch:
             if added is not None and (lacking := [w for w in words if w not in added]):
                 return Sign(f"its edits of {path} never added `{lacking[0]}`, which every "
                             "successful run's edits added", AGENT_ERROR)
+        for request, status in sorted(self.http_errors.items()):
+            return Sign(f"the server answered {request} with {status}, which no successful "
+                        "run received", PRODUCT_BUG if status >= SERVER_ERROR else None)
         if self.changed and not self.checked_since and model.checks:
             return Sign(f"it changed {self.changed[0]} and never checked its work afterwards; "
                         f"every successful run then used {' or '.join(model.checks)}",

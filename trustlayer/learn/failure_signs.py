@@ -21,6 +21,9 @@ from the successful runs, never from words of one application:
 * **required words**: names every successful run's diffs added to the files they all
   changed (:func:`trustlayer.observe.edits.required_words`: the option's name, the
   call doing the work): a run whose edits never add one did not implement what they did.
+* **statuses**: the HTTP statuses their pages received: an error answer no successful run
+  received, and no later answer to the same request made good, shows a failure (a 5xx
+  is the product's).
 * **files only added to**: files successful runs' diffs changed and never took a line
   out of (:func:`trustlayer.observe.edits.added_only`): a run taking lines out of one
   changed what they all kept (a pinned test edited or deleted).
@@ -185,5 +188,12 @@ def failure_signs(runs: Sequence[Run], paths: Sequence[tuple[str, Path]]) -> dic
     return {"gone_lines": gone_lines(paths), "checks": checks(steps),
             "added_only": added_only(runs),
             "required_words": required_words(runs, changed_everywhere(steps)),
+            "statuses": statuses(runs),
             "check_files": sorted(changed_everywhere(steps)),
             "overcome": overcome_shapes(steps, checks(steps), changed_everywhere(steps))}
+
+
+def statuses(runs: Sequence[Run]) -> list[int]:
+    """The HTTP statuses successful runs' pages received (``observation.network``)."""
+    return sorted({response.status for run in runs for event in run.events
+                   if event.kind == "state" for response in event.observation.network})

@@ -215,6 +215,52 @@ def chrome_lines(runs: Sequence[Sequence[frozenset[str]]]) -> frozenset[str]:
                      if line.startswith(SHOWN_PREFIXES))
 
 
+FRAME_SHARE = 0.5  # of a run's states: a panel open most of the run is its layout
+
+
+def frame_lines(runs: Sequence[Sequence[frozenset[str]]],
+                before_work: Sequence[frozenset[str]]) -> frozenset[str]:
+    """Lines of text or of the accessibility tree that every successful run showed before
+    its work (`before_work`: per run, the lines of its steps before the first that lasted)
+    and in at least half of its states (`runs`: per run, its states' content lines): the
+    layout the runs found and kept (a panel, a listing of the files there, a tab left
+    open), a habit they share, not what tells one state from another. Never salient;
+    what the runs brought about (typed text, a new file listed) is not there before the
+    work. None from one run.
+
+    >>> runs = [[frozenset({"A|tab Launcher", "X|start"}), frozenset({"A|tab Launcher", "X|a"}),
+    ...          frozenset({"X|b"})],
+    ...         [frozenset({"A|tab Launcher", "X|start"}), frozenset({"A|tab Launcher"})]]
+    >>> sorted(frame_lines(runs, [run[0] for run in runs]))
+    ['A|tab Launcher']
+    """
+    if len(runs) < 2 or not all(runs):
+        return frozenset()
+    found = frozenset.intersection(*before_work)
+    for run in runs:
+        found = frozenset(line for line in found
+                          if sum(line in lines for lines in run) >= FRAME_SHARE * len(run))
+    return frozenset(line for line in found if line.startswith(SHOWN_PREFIXES))
+
+
+def layout_lines(runs: Sequence[Sequence[frozenset[str]]]) -> frozenset[str]:
+    """Lines of text or of the accessibility tree that at least half the states of every
+    run of `runs` (other tasks of the application; per run, its states' content lines)
+    show: the application's layout (its panels, tabs and status bar), no task's milestone.
+
+    >>> run = [frozenset({"A|tab Launcher", "X|a"}), frozenset({"A|tab Launcher"}),
+    ...        frozenset({"A|tab Launcher", "X|b"})]
+    >>> sorted(layout_lines([run]))
+    ['A|tab Launcher']
+    """
+    found: frozenset[str] | None = None
+    for run in filter(None, runs):
+        counts = Counter(line for lines in run for line in lines)
+        common = frozenset(line for line, n in counts.items() if n >= FRAME_SHARE * len(run))
+        found = common if found is None else found & common
+    return frozenset(line for line in found or () if line.startswith(SHOWN_PREFIXES))
+
+
 def chrome_variants(chrome: frozenset[str]) -> list[str]:
     """Templates of the frame showing another value: each chrome line with one of its
     words a wildcard (another theme, another mode in a status bar).
