@@ -15,7 +15,9 @@ from trustlayer.observe.traces import read_runs
 from trustlayer.score.selfcheck import check, without_image_bytes
 
 SCREEN_SETS = [REPO / "examples" / "jupyter" / "train",
-               SHARED / "datasette-dev" / "ds-json-export-row" / "train"]
+               SHARED / "datasette-dev" / "ds-json-export-row" / "train",
+               SHARED / "django-dev" / "dj-rename-category" / "train",
+               SHARED / "django-dev" / "dj-search-open" / "train"]
 
 
 def reencode(source: Path, target: Path) -> int:
