@@ -3,13 +3,14 @@ no template explains is learned from how much the successful members showed of e
 and never covers words no successful run showed; the matcher's quick set test loses no match."""
 
 from devsets import EXAMPLES
+
 from trustlayer.compare.equivalence import decide, judge
 from trustlayer.compare.index import index_of
 from trustlayer.learn.learner import learn
+from trustlayer.learn.profiles import learn_profile, learned_tolerance
 from trustlayer.model import ModelState
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.steps import run_steps
-from trustlayer.learn.profiles import learn_profile, learned_tolerance
 from trustlayer.observe.templates import word_tokens
 from trustlayer.observe.traces import read_runs
 from trustlayer.settings import Settings

@@ -121,3 +121,11 @@ def test_a_later_good_answer_to_the_same_request_makes_an_error_good(tmp_path):
     assert "answered GET /admin/jsi18n/ with 503" in judged(model, events, tmp_path, shots).reason
     states[-1]["observation"]["network"] = [dict(request, status=200)]
     assert judged(model, events, tmp_path, shots).verdict == "pass"
+
+
+def test_an_end_showing_the_typed_text_otherwise_fails():
+    model = learn(read_runs([RENAME / "train"]))
+    assert model.end_texts == ["Crime & Mystery"]
+    # "Crime &Mystery" saved: the same words, not the text every successful run typed
+    status = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-17.jsonl"))
+    assert status.verdict == "fail" and "without showing 'Crime & Mystery'" in status.reason

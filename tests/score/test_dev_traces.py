@@ -22,7 +22,7 @@ FLOORS = {"jupyter-dev": (0.95, 0.9), "coding-dev": (0.95, 0.9),
 END_REASONS = ("never reached", "negative milestone", "not where successful runs end",
                "every successful run removed", "made go", "went on to fix",
                "never checked its work", "only added lines", "reported that it failed",
-               "never added", "which no successful run received",
+               "never added", "which no successful run received", "typed and showed",
                "every successful run called it", "no action of the agent")
 
 

@@ -117,8 +117,7 @@ class Matcher:
         # a known state may hold news too (a tool's error beside the usual output)
         news = bool(novel) or bool(known) and bool(self.model.check_files) \
             and bool(index_of(self.model).novelty(step.fingerprint))
-        self.signs.observe(self.model, step, before, observation.text, known, news,
-                           observation.network)
+        self.signs.observe(self.model, step, before, observation, known, news)
         ends = ends_like_success(self.model, step.fingerprint, known) \
             or self._answered() and at_an_end_place(self.model, step.fingerprint)
         self.history.append(Observed(step.seq, step.ts, known, action_signatures(step),

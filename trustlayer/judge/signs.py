@@ -10,19 +10,21 @@ ends fails, however far it got. The signs:
 * it took lines out of a file successful runs only ever added to, or its edits never
   added a name every successful run's edits added;
 * its page received an HTTP error no successful run received, never answered well since;
+* it ended without showing, verbatim, text every successful run typed and showed at its end;
 * the agent itself reported failure (a report of success is no evidence of success).
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
+from trustlayer.learn.failure_signs import shown_text
 from trustlayer.model import Model
 from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import WordLedger, changed_in_facts, taken_out
 from trustlayer.observe.steps import Step
 from trustlayer.observe.templates import shape_of
-from trustlayer.observe.traces import Response
+from trustlayer.observe.traces import Observation
 
 MAX_QUOTED = 60  # characters of a line quoted in a reason
 AGENT_ERROR, PRODUCT_BUG = "agent_error", "product_bug"
@@ -60,16 +62,19 @@ class FailureWatch:
     news_since_change: bool = False
     # "METHOD path" -> the error status no successful run received, not made good since
     http_errors: dict[str, int] = field(default_factory=dict)
+    texts_missing: list[str] = field(default_factory=list)  # end texts its latest state lacks
     self_report: str | None = None
 
     def observe(self, model: Model, step: Step, before: frozenset[str] | None,
-                text: str | None, ids: list[str], news: bool,
-                responses: Sequence[Response] = ()) -> None:
-        """Take the run's next step (`before`: the lines of the state before it; `text`:
-        the state's text, where a tool's diffs are read; `ids`: the model states it is;
-        `news`: whether it shows words no successful run showed; `responses`: the HTTP
-        responses its page received)."""
-        lines = step.fingerprint.content
+                observation: Observation, ids: list[str], news: bool) -> None:
+        """Take the run's next step (`before`: the lines of the state before it;
+        `observation`: what it showed, where a tool's diffs, HTTP responses and typed text
+        are read; `ids`: the model states it is; `news`: whether it shows words no
+        successful run showed)."""
+        lines, text, responses = step.fingerprint.content, observation.text, observation.network
+        if model.end_texts:
+            shown = shown_text(observation)
+            self.texts_missing = [typed for typed in model.end_texts if typed not in shown]
         self.news_since_report |= news
         for response in responses:
             request = f"{response.method} {response.path}"
@@ -123,6 +128,9 @@ class FailureWatch:
         for request, status in sorted(self.http_errors.items()):
             return Sign(f"the server answered {request} with {status}, which no successful "
                         "run received", PRODUCT_BUG if status >= SERVER_ERROR else None)
+        for missing in self.texts_missing:
+            return Sign(f"the run ended without showing '{missing}', which every successful run "
+                        "typed and showed at its end")
         if self.changed and not self.checked_since and model.checks:
             return Sign(f"it changed {self.changed[0]} and never checked its work afterwards; "
                         f"every successful run then used {' or '.join(model.checks)}",

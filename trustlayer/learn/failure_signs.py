@@ -24,12 +24,15 @@ from the successful runs, never from words of one application:
 * **statuses**: the HTTP statuses their pages received: an error answer no successful run
   received, and no later answer to the same request made good, shows a failure (a 5xx
   is the product's).
+* **end texts**: text every successful run typed and showed verbatim at its end (a new
+  name): a run ending without it, as typed, did not enter it.
 * **files only added to**: files successful runs' diffs changed and never took a line
   out of (:func:`trustlayer.observe.edits.added_only`): a run taking lines out of one
   changed what they all kept (a pinned test edited or deleted).
 """
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any, Sequence
 
@@ -39,7 +42,7 @@ from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import added_only, changed_in_facts, required_words
 from trustlayer.observe.steps import Step
 from trustlayer.observe.templates import shape_of, word_tokens
-from trustlayer.observe.traces import Run
+from trustlayer.observe.traces import Observation, Run
 
 Path = Sequence[Step]  # one successful run's steps, in order
 CHANGED = "F|changed "
@@ -189,6 +192,7 @@ def failure_signs(runs: Sequence[Run], paths: Sequence[tuple[str, Path]]) -> dic
             "added_only": added_only(runs),
             "required_words": required_words(runs, changed_everywhere(steps)),
             "statuses": statuses(runs),
+            "end_texts": end_texts(runs),
             "check_files": sorted(changed_everywhere(steps)),
             "overcome": overcome_shapes(steps, checks(steps), changed_everywhere(steps))}
 
@@ -197,3 +201,29 @@ def statuses(runs: Sequence[Run]) -> list[int]:
     """The HTTP statuses successful runs' pages received (``observation.network``)."""
     return sorted({response.status for run in runs for event in run.events
                    if event.kind == "state" for response in event.observation.network})
+
+
+def shown_text(observation: Observation) -> str:
+    """What a state shows as one string, white space folded: its title, text and
+    accessibility tree (where typed text is looked for, verbatim)."""
+    parts = [observation.title or "", observation.text or "",
+             observation.a11y if isinstance(observation.a11y, str) else
+             json.dumps(observation.a11y, ensure_ascii=False) if observation.a11y else ""]
+    return " ".join(" ".join(parts).split())
+
+
+def end_texts(runs: Sequence[Run]) -> list[str]:
+    """Text every successful run typed, the same, and showed verbatim in its last state
+    (a new name, the words of a note): the run's end must show it as typed, where a
+    tokenised comparison would take ``Crime &Mystery`` for ``Crime & Mystery``."""
+    if len(runs) < 2:
+        return []
+    typed, shown = [], []
+    for run in runs:
+        states = [event.observation for event in run.events if event.kind == "state"]
+        typed.append({" ".join(event.action.value.split()) for event in run.events
+                      if event.kind == "action" and event.action.type == "type"
+                      and event.action.value and any(c.isalpha() for c in event.action.value)})
+        shown.append(shown_text(states[-1]) if states else "")
+    return sorted(text for text in set.intersection(*typed)
+                  if all(text in last for last in shown))
