@@ -174,10 +174,12 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
 
 
 def judge(model: Model, fp: Fingerprint, state_id: str, llm: LLMJudge | None = None,
-          only_same: bool = False) -> Decision:
+          only_same: bool = False, own_words: frozenset[str] = frozenset()) -> Decision:
     """:func:`decide` for `model`'s state `state_id`, with the model's own settings and
-    known words, strict for a state where successful runs end."""
-    return decide(fp, model.states[state_id], model.settings, llm, index_of(model).known_words,
+    known words (and `own_words`: what the run's agent typed, its own choice of words),
+    strict for a state where successful runs end."""
+    return decide(fp, model.states[state_id], model.settings, llm,
+                  index_of(model).known_words | own_words,
                   strict=state_id in model.accepting, only_same=only_same)
 
 
@@ -234,7 +236,8 @@ def _in_shape(shapes: tuple[str, ...]) -> Profile:
     return Profile(list(shapes), [True] * len(shapes))
 
 
-def ends_like_success(model: Model, fp: Fingerprint, ids: list[str]) -> bool:
+def ends_like_success(model: Model, fp: Fingerprint, ids: list[str],
+                      own_words: frozenset[str] = frozenset()) -> bool:
     """Whether an observed state (matching model states `ids`) is evidence of the goal:
     one of the states where successful runs ended (showing what every run ending there
     showed of its finished work, ``model.end_evidence``), or like all their last states
@@ -257,7 +260,7 @@ def ends_like_success(model: Model, fp: Fingerprint, ids: list[str]) -> bool:
     if not ending.profile.shows_every_salient(fp.lines):
         return False
     return _tolerated(ending.profile.unexplained(fp.lines), fp, ending, model.settings,
-                      index_of(model).known_words)
+                      index_of(model).known_words | own_words)
 
 
 def at_an_end_place(model: Model, fp: Fingerprint) -> bool:

@@ -29,6 +29,7 @@ from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.steps import Step, StepBuilder, action_signatures
+from trustlayer.observe.templates import word_tokens
 from trustlayer.observe.traces import Action, Event, Observation, Run
 
 
@@ -54,6 +55,7 @@ class Matcher:
         self.expected_shown: dict[str, bool] = {}  # ... and the value successful runs gave
         self.removals = RemovalLedger(model.required_removals)
         self.signs = FailureWatch()
+        self.typed_words: frozenset[str] = frozenset()  # words of the text the agent typed
         self.reshaped: list[str] = []  # transient milestones met with other counts (each
         # the milestone reached by that step: see _observe)
         self.status: Status | None = None  # the run's status after the last event fed
@@ -69,7 +71,8 @@ class Matcher:
         found = []
         for sid in sorted(index_of(self.model).plausible(step.fingerprint)):
             llm = self._llm_for_run()
-            decision = judge(self.model, step.fingerprint, sid, llm, only_same=True)
+            decision = judge(self.model, step.fingerprint, sid, llm, only_same=True,
+                             own_words=self.typed_words)
             if decision.evidence.get("llm_called"):
                 self.status.llm_calls += 1
             if decision.same:
@@ -92,6 +95,9 @@ class Matcher:
             self.expected_shown[call] = shows(self.builder.previous_lines,
                                               self.model.required_outputs[call])
         before = self.builder.previous_lines
+        if event.kind == "action" and event.action.type == "type" and event.action.value:
+            # words the agent chose (a description it added) are no news when shown again
+            self.typed_words |= word_tokens(f"X|{event.action.value}")
         step = self.builder.feed(event)
         if step is not None:
             if self.model.required_removals:
@@ -113,12 +119,13 @@ class Matcher:
                                                                 upcoming):
             known.append(upcoming)
             self.reshaped.append(upcoming)
-        novel = index_of(self.model).novelty(step.fingerprint) if not known else []
+        novel = [word for word in index_of(self.model).novelty(step.fingerprint)
+                 if word not in self.typed_words] if not known else []
         # a known state may hold news too (a tool's error beside the usual output)
         news = bool(novel) or bool(known) and bool(self.model.check_files) \
             and bool(index_of(self.model).novelty(step.fingerprint))
         self.signs.observe(self.model, step, before, observation, known, news)
-        ends = ends_like_success(self.model, step.fingerprint, known) \
+        ends = ends_like_success(self.model, step.fingerprint, known, self.typed_words) \
             or self._answered() and at_an_end_place(self.model, step.fingerprint)
         self.history.append(Observed(step.seq, step.ts, known, action_signatures(step),
                                      novel[:8], ends, step.files_moved))
@@ -311,7 +318,7 @@ class Matcher:
                 "expected_shown": self.expected_shown,
                 "removed": {path: sorted(lines) for path, lines in self.removals.removed.items()},
                 "unseen": sorted(self.removals.unseen), "reshaped": self.reshaped,
-                "signs": self.signs.to_json(),
+                "signs": self.signs.to_json(), "typed_words": sorted(self.typed_words),
                 "holders": {path: {line: sorted(held) for line, held in holders.items()}
                             for path, holders in self.removals.holders.items()},
                 "baseline_files": self.builder.baseline_files,
@@ -339,6 +346,7 @@ class Matcher:
                                     for path, holders in data.get("holders", {}).items()}
         matcher.reshaped = list(data.get("reshaped", ()))
         matcher.signs = FailureWatch.from_json(data.get("signs"))
+        matcher.typed_words = frozenset(data.get("typed_words", ()))
         matcher.builder.baseline_files = data["baseline_files"]
         matcher.builder.pending = [Action(**a) for a in data["pending"]]
         previous = data.get("previous_lines")
