@@ -24,22 +24,25 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK
-from trustlayer.judge.status import VALIDATE_FIELDS
-from trustlayer.learn.learner import learn
-from trustlayer.settings import Settings
-from trustlayer.observe.traces import load_labels
-from trustlayer.errors import TraceError
+from rich import box
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.table import Table
+from rich.text import Text
 
-from stream.processes import die_with_parent, stop_process, stopped_as_by_ctrl_c
 from stream.console import follow, verdict_line
-from stream.topics import topic_names
+from stream.processes import die_with_parent, stop_process, stopped_as_by_ctrl_c
 from stream.registry import training_set
 from stream.replay import publish, read_events, schedule
-from stream.topics import ensure_topics
+from stream.topics import ensure_topics, topic_names
+from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK, TraceError
+from trustlayer.judge.status import VALIDATE_FIELDS
+from trustlayer.learn.learner import learn
+from trustlayer.observe.traces import load_labels
+from trustlayer.settings import Settings
 
 READY = "trustlayer worker ready"
 
@@ -68,18 +71,21 @@ def learn_models(train: Path, out: Path) -> list[str]:
 
 
 class WorkerProcess:
-    """``trustlayer worker`` in a subprocess; :meth:`wait_ready` reads its stdout."""
+    """``trustlayer worker`` in a subprocess, run in `cwd` if given (Faust's data folder goes
+    there: give absolute paths then); :meth:`wait_ready` reads its stdout."""
 
-    def __init__(self, argv: list[str], log_path: Path):
-        self.log = open(log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "trustlayer.cli", "worker", *argv],
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1,
-                                     preexec_fn=die_with_parent)  # no orphan if we are killed
+    def __init__(self, argv: list[str], log_path: Path, cwd: Path | None = None):
+        self.log = open(log_path, "ab")  # noqa: SIM115 (open while it runs)
+        self.proc = subprocess.Popen(  # no orphan if we are killed:
+            [sys.executable, "-m", "trustlayer.cli", "worker", *argv], cwd=cwd,
+            stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1,
+            preexec_fn=die_with_parent)  # noqa: PLW1509
         self.ready = threading.Event()
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
+        assert self.proc.stdout is not None  # Popen(stdout=PIPE)
         for line in self.proc.stdout:
             self.lines.append(line.rstrip())
             if READY in line:
@@ -100,9 +106,38 @@ class WorkerProcess:
 STATUS_STYLE = {"running": ("running…", "dim"), "at_risk": ("at risk", "yellow"),
                 "passed": ("PASSED ✓", "bold green"), "failed": ("FAILED ✗", "bold red")}
 LEGEND = ("VERDICT: running → at risk (a screen came before the milestone that should precede "
-          "it; the run may recover) → PASSED or FAILED (final: it never changes).  MILESTONES: "
+          "it; the run may recover) → PASSED or FAILED (final: it never changes).  COVERAGE: "
           "share of the learned essential milestones reached, in order.  AT EVENT: the event "
           "(seq) at which the verdict was decided.  EXPECTED: the human label in labels.json.")
+SHORT_LEGEND = "COVERAGE: essential milestones reached, in order. Full reasons when it ends."
+BAR_CELLS = 6
+# the columns a terminal of at least this width shows beside RUN, VERDICT, COVERAGE, REASON
+WIDE_COLUMNS = ((100, ("EXPECTED", "AS LABELLED")), (120, ("AT EVENT", "MODEL")))
+
+
+def coverage_bar(coverage: float, cells: int = BAR_CELLS) -> str:
+    """Coverage as a bar of `cells` blocks and a percentage.
+
+    >>> coverage_bar(0.5)
+    '███░░░  50%'
+    """
+    filled = round(coverage * cells)
+    return "█" * filled + "░" * (cells - filled) + f" {coverage:4.0%}"
+
+
+def columns_for(width: int) -> list[str]:
+    """The table's columns on a terminal `width` characters wide: run, verdict, coverage
+    and reason always; more as the width allows.
+
+    >>> columns_for(80)
+    ['RUN', 'VERDICT', 'COVERAGE', 'REASON']
+    >>> columns_for(120)
+    ['RUN', 'EXPECTED', 'VERDICT', 'AS LABELLED', 'COVERAGE', 'AT EVENT', 'MODEL', 'REASON']
+    """
+    extra = {name for least, names in WIDE_COLUMNS if width >= least for name in names}
+    return [name for name in ("RUN", "EXPECTED", "VERDICT", "AS LABELLED", "COVERAGE",
+                              "AT EVENT", "MODEL", "REASON")
+            if name in extra or name in ("RUN", "VERDICT", "COVERAGE", "REASON")]
 
 
 def expected_label(label: dict[str, Any] | None) -> tuple[str, str | None]:
@@ -122,10 +157,11 @@ def expected_label(label: dict[str, Any] | None) -> tuple[str, str | None]:
 
 
 class Screen:
-    """The demo's live screen: one table row per run (its expected and current verdict,
-    milestones reached, the event that decided, the model version and the full reason),
-    a legend, and notes. Rendered afresh at every refresh of a :class:`rich.live.Live`,
-    so its clock runs; without a terminal, one line per change instead."""
+    """The demo's live screen: one table line per run, as many columns as the terminal has
+    room for (:func:`columns_for`), each reason cut to its line; a legend and notes below.
+    Rendered afresh at every refresh of a :class:`rich.live.Live`, so its clock runs;
+    without a terminal, one line per change instead. :meth:`reasons` gives the full
+    reasons to print once the table is done."""
 
     def __init__(self, run_ids: list[str], labels: dict[str, dict], title: str,
                  echo: Callable[[str], None] | None = None):
@@ -158,12 +194,20 @@ class Screen:
         labelled = [(want, got) for want, got in pairs if want is not None]
         return sum(want == got for want, got in labelled), len(labelled)
 
-    def _row(self, run_id: str, record: dict | None) -> list:
-        from rich.text import Text
+    def reasons(self) -> list[Text]:
+        """Every run's last verdict in full (its reason not cut), for after the table."""
+        lines = []
+        for run_id, record in self.runs.items():
+            if record is not None:
+                cells = self._cells(run_id, record)
+                lines.append(Text.assemble((f"{run_id}  ", "bold"), cells["VERDICT"], "  ",
+                                           cells["COVERAGE"], "  ", cells["REASON"]))
+        return lines
 
+    def _cells(self, run_id: str, record: dict | None) -> dict[str, Any]:
         expected, want = expected_label(self.labels.get(run_id))
         if record is None:
-            return [run_id, expected, Text("waiting", "dim"), "", "", "", "", ""]
+            return {"RUN": run_id, "EXPECTED": expected, "VERDICT": Text("waiting", "dim")}
         final = bool(record.get("final"))
         shown, style = STATUS_STYLE.get(record["status"], (record["status"], ""))
         verdict = Text(shown if final or record["status"] != "failed" else "failing", style)
@@ -172,26 +216,34 @@ class Screen:
         seq = record.get("detected_at_seq")
         cause = (record.get("cause") or "").replace("_", " ")
         reason = Text.assemble((f"{cause}: " if cause else "", "bold"), record.get("reason") or "")
-        return [run_id, expected, verdict, agrees, f"{record['coverage']:.0%}",
-                "" if seq is None else f"#{seq}", f"v{record['model_version']}", reason]
+        return {"RUN": run_id, "EXPECTED": expected, "VERDICT": verdict, "AS LABELLED": agrees,
+                "COVERAGE": coverage_bar(record["coverage"]),
+                "AT EVENT": "" if seq is None else f"#{seq}",
+                "MODEL": f"v{record['model_version']}", "REASON": reason}
 
-    def __rich__(self):
-        from rich.console import Group
-        from rich.table import Table
-        from rich.text import Text
-
+    def table(self, width: int) -> Table:
+        """The table as a terminal `width` characters wide shows it: one line per run."""
         done = sum(1 for r in self.runs.values() if r is not None and r.get("final"))
-        table = Table(title=f"{self.title} · {done}/{len(self.runs)} runs decided · "
-                      f"{self.elapsed():.1f} s", title_justify="left", expand=True)
-        for name, options in (("RUN", {"no_wrap": True}), ("EXPECTED", {"no_wrap": True}),
-                              ("VERDICT", {"no_wrap": True}), ("AS LABELLED", {"no_wrap": True}),
-                              ("MILESTONES", {"justify": "right"}),
-                              ("AT EVENT", {"justify": "right"}), ("MODEL", {}),
-                              ("REASON", {"ratio": 1})):
-            table.add_column(name, **options)
+        title = Text(f"{done}/{len(self.runs)} decided · {self.elapsed():.1f} s · {self.title}",
+                     no_wrap=True, overflow="ellipsis")
+        table = Table(title=title, title_justify="left", expand=True,
+                      box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
+        names = columns_for(width)
+        for name in names:
+            table.add_column(name, no_wrap=True, overflow="ellipsis",
+                             ratio=1 if name == "REASON" else None,
+                             min_width=12 if name == "REASON" else None,
+                             justify="right" if name == "AT EVENT" else "left")
         for run_id, record in self.runs.items():
-            table.add_row(*self._row(run_id, record))
-        return Group(table, Text(LEGEND, "dim"), *(Text(note) for note in self.notes))
+            cells = self._cells(run_id, record)
+            table.add_row(*(cells.get(name, "") for name in names))
+        return table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        yield self.table(width)
+        yield Text(LEGEND if width >= 120 else SHORT_LEGEND, "dim")
+        yield from (Text(note) for note in self.notes)
 
 
 async def _watch(bootstrap: str, topics, plan, run_ids: list[str], args: argparse.Namespace,
@@ -264,6 +316,10 @@ def _replay_and_show(bootstrap: str, topics, plan, run_ids: list[str], test: Pat
                                                                 soft_wrap=True))
     with Live(screen, console=console, refresh_per_second=4) if live else contextlib.nullcontext():
         left = asyncio.run(_watch(bootstrap, topics, plan, run_ids, args, timeout, screen))
+    if live:  # the table cut each reason to its line: here they are whole
+        console.print(Text("Reasons in full:", "bold"))
+        for line in screen.reasons():
+            console.print(line, soft_wrap=False)
     return left, screen
 
 
@@ -273,16 +329,14 @@ def next_step(screen: Screen, train: Path, test: Path) -> str:
     lines = [f"{agree} of {labelled} labelled runs judged as labelled."] if labelled else []
     return "\n".join(lines + ["Next, see why each run passed or failed, frame by frame:",
                               f"  trustlayer learn {train} -o model.json",
-                              f"  trustlayer report model.json {test} -o report.html "
-                              f"--train {train}"])
+                              (f"  trustlayer report model.json {test} -o report.html "
+                               f"--train {train}")])
 
 
 def run_demo(args: argparse.Namespace, console: Any = None) -> int:
     """``trustlayer demo``: learn, start Kafka (unless ``--broker``) and a worker, replay
     ``DIR/test`` and show the verdicts on `console` (a :class:`rich.console.Console`, by
     default standard output). SIGTERM and SIGHUP stop the worker and the broker too."""
-    from rich.console import Console
-
     with stopped_as_by_ctrl_c():
         return _run_demo(args, console or Console(highlight=False))
 
@@ -329,8 +383,9 @@ def _run_demo(args: argparse.Namespace, console: Any) -> int:
         worker_args = ["--broker", bootstrap, "--models", str(models), "--topics", prefix,
                        "--app-id", f"trustlayer-demo-{uuid.uuid4().hex[:8]}",
                        "--metrics-port", str(args.metrics_port), "--session-timeout", "6"]
-        worker_args += ["--no-refine", "--no-deadlines"] if args.once else ["--train", str(train)]
-        worker = WorkerProcess(worker_args, work / "worker.log")
+        worker_args += ["--no-refine", "--no-deadlines"] if args.once \
+            else ["--train", str(train.resolve())]
+        worker = WorkerProcess(worker_args, work / "worker.log", cwd=work)  # its data in work
         if not worker.wait_ready(90):
             keep = True
             print(f"trustlayer demo: the worker did not start:\n"
