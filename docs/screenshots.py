@@ -2,10 +2,10 @@
 
 * ``report.png``: ``trustlayer report`` of examples/jupyter/test (with ``--train``), and
   ``report-divergence.png`` of one failed run of it (the divergence and its word diff);
-* ``demo.png``: the last screen of ``trustlayer demo`` run in a pseudo-terminal (``script``),
-  its ANSI output drawn by rich as SVG.
+* ``demo-80.png`` and ``demo-120.png``: the last screen of ``trustlayer demo`` run in a
+  pseudo-terminal (``script``) 80 and 120 columns wide, its ANSI output drawn by rich as SVG.
 
-    .venv/bin/python docs/screenshots.py
+    .venv/bin/python docs/screenshots.py [report] [demo]    # both by default
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def report(work: Path, runs: Path, name: str, height: int) -> Path:
     return OUT / f"{name}.png"
 
 
-def demo(work: Path, columns: int = 160) -> Path:
+def demo(work: Path, columns: int) -> Path:
     """Run the demo in a pseudo-terminal; keep what it drew last (the final table and
     everything printed after it)."""
     log = work / "demo.typescript"
@@ -60,24 +60,34 @@ def demo(work: Path, columns: int = 160) -> Path:
     text = Text.from_ansi(last.replace("\r", ""))
     console = Console(record=True, width=columns, file=open(os.devnull, "w"))
     console.print(text)
-    svg = work / "demo.svg"
-    console.save_svg(str(svg), title="trustlayer demo")
-    chromium_png(svg, OUT / "demo.png", 1500, 1000)
-    return OUT / "demo.png"
+    svg, page, png = (work / f"demo-{columns}.svg", work / f"demo-{columns}.html",
+                      OUT / f"demo-{columns}.png")
+    console.save_svg(str(svg), title=f"trustlayer demo ({columns} columns)")
+    # the SVG scales to the window: a page showing it at its own size, the window its size
+    width, height = (round(float(n)) for n in
+                     re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg.read_text())
+                     .groups())
+    page.write_text(f'<body style="margin:0"><img src="{svg.name}" width="{width}" '
+                    f'height="{height}"></body>')
+    chromium_png(page, png, width, height)
+    return png
 
 
-def main() -> None:
+def main(which: list[str]) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="trustlayer-shots-"))
     try:
-        print(report(work, EXAMPLES / "test", "report", 2600))
-        # one failed run ('hello word' typed for 'hello world'): its divergence and diff
-        print(report(work, EXAMPLES / "test" / "jl-save-textfile-test-14.jsonl",
-                     "report-divergence", 2500))
-        print(demo(work))
+        if "report" in which:
+            print(report(work, EXAMPLES / "test", "report", 1000))
+            # one failed run ('hello word' typed for 'hello world'): its divergence and diff
+            print(report(work, EXAMPLES / "test" / "jl-save-textfile-test-14.jsonl",
+                         "report-divergence", 1400))
+        if "demo" in which:
+            print(demo(work, 80))
+            print(demo(work, 120))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:] or ["report", "demo"])
