@@ -108,11 +108,12 @@ STATUS_STYLE = {"running": ("running…", "dim"), "at_risk": ("at risk", "yellow
 LEGEND = ("VERDICT: running → at risk (a screen came before the milestone that should precede "
           "it; the run may recover) → PASSED or FAILED (final: it never changes).  COVERAGE: "
           "share of the learned essential milestones reached, in order.  AT EVENT: the event "
-          "(seq) at which the verdict was decided.  EXPECTED: the human label in labels.json.")
+          "(seq) at which the verdict was decided.  EXPECTED: the human label in labels.json, "
+          "✓ or ✗: the final verdict agrees with it or not.")
 SHORT_LEGEND = "COVERAGE: essential milestones reached, in order. Full reasons when it ends."
 BAR_CELLS = 6
 # the columns a terminal of at least this width shows beside RUN, VERDICT, COVERAGE, REASON
-WIDE_COLUMNS = ((100, ("EXPECTED", "AS LABELLED")), (120, ("AT EVENT", "MODEL")))
+WIDE_COLUMNS = ((100, ("EXPECTED",)), (120, ("AT EVENT", "MODEL")))
 
 
 def coverage_bar(coverage: float, cells: int = BAR_CELLS) -> str:
@@ -132,11 +133,11 @@ def columns_for(width: int) -> list[str]:
     >>> columns_for(80)
     ['RUN', 'VERDICT', 'COVERAGE', 'REASON']
     >>> columns_for(120)
-    ['RUN', 'EXPECTED', 'VERDICT', 'AS LABELLED', 'COVERAGE', 'AT EVENT', 'MODEL', 'REASON']
+    ['RUN', 'EXPECTED', 'VERDICT', 'COVERAGE', 'AT EVENT', 'MODEL', 'REASON']
     """
     extra = {name for least, names in WIDE_COLUMNS if width >= least for name in names}
-    return [name for name in ("RUN", "EXPECTED", "VERDICT", "AS LABELLED", "COVERAGE",
-                              "AT EVENT", "MODEL", "REASON")
+    return [name for name in ("RUN", "EXPECTED", "VERDICT", "COVERAGE", "AT EVENT", "MODEL",
+                              "REASON")
             if name in extra or name in ("RUN", "VERDICT", "COVERAGE", "REASON")]
 
 
@@ -211,12 +212,12 @@ class Screen:
         final = bool(record.get("final"))
         shown, style = STATUS_STYLE.get(record["status"], (record["status"], ""))
         verdict = Text(shown if final or record["status"] != "failed" else "failing", style)
-        agrees = "" if not final or want is None else \
-            Text("✓", "green") if want == record["status"] else Text("✗ differs", "bold red")
+        agrees = ("", "") if not final or want is None else \
+            (" ✓", "green") if want == record["status"] else (" ✗", "bold red")
         seq = record.get("detected_at_seq")
         cause = (record.get("cause") or "").replace("_", " ")
         reason = Text.assemble((f"{cause}: " if cause else "", "bold"), record.get("reason") or "")
-        return {"RUN": run_id, "EXPECTED": expected, "VERDICT": verdict, "AS LABELLED": agrees,
+        return {"RUN": run_id, "EXPECTED": Text.assemble(expected, agrees), "VERDICT": verdict,
                 "COVERAGE": coverage_bar(record["coverage"]),
                 "AT EVENT": "" if seq is None else f"#{seq}",
                 "MODEL": f"v{record['model_version']}", "REASON": reason}
@@ -317,9 +318,10 @@ def _replay_and_show(bootstrap: str, topics, plan, run_ids: list[str], test: Pat
     with Live(screen, console=console, refresh_per_second=4) if live else contextlib.nullcontext():
         left = asyncio.run(_watch(bootstrap, topics, plan, run_ids, args, timeout, screen))
     if live:  # the table cut each reason to its line: here they are whole
-        console.print(Text("Reasons in full:", "bold"))
+        console.print(Text("\nReasons in full:", "bold"))
         for line in screen.reasons():
             console.print(line, soft_wrap=False)
+        console.print()
     return left, screen
 
 
