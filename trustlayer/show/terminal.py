@@ -53,7 +53,7 @@ def summary_line(records: list[dict[str, Any]], seconds: float, paint: Painter,
 
     >>> summary_line([{"verdict": "fail", "cause": "product_bug"}, {"verdict": "pass"}],
     ...              1.25, Painter(False), 60)
-    '========== 1 failed (1 product bug), 1 passed in 1.25s ==========='
+    '======= 1 failed (1 product bug), 1 passed in 1.25s ========'
     """
     failed = [r for r in records if r["verdict"] != "pass"]
     causes = Counter((r.get("cause") or "unknown cause").replace("_", " ") for r in failed)
