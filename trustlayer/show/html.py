@@ -185,14 +185,21 @@ def _screenshot(event: Event | None) -> bytes | None:
     return shot.data if shot is not None else None
 
 
-def _reference(model: Model, sid: str,
-               references: dict[tuple[str, int], Event]) -> tuple[Event, str] | None:
-    """A frame of a successful run in state `sid` from the reference runs, and its name."""
-    for run_id, seq in model.states[sid].members:
-        event = references.get((run_id, seq))
-        if event is not None and event.observation is not None:
-            return event, f"{run_id} #{seq}"
-    return None
+def _reference(model: Model, sid: str, references: dict[tuple[str, int], Event],
+               like: Event | None = None) -> tuple[Event, str] | None:
+    """A frame of a successful run in state `sid` from the reference runs, and its name:
+    one whose screen has the size of `like`'s when there is one (a pixel diff then
+    compares like with like)."""
+    found = [(event, f"{run_id} #{seq}") for run_id, seq in model.states[sid].members
+             if (event := references.get((run_id, seq))) is not None and event.observation]
+    size = _size(like)
+    return next((pair for pair in found if size and _size(pair[0]) == size),
+                found[0] if found else None)
+
+
+def _size(event: Event | None) -> tuple[int, int] | None:
+    shot = event.observation.screenshot if event is not None and event.observation else None
+    return shot.gray().size if shot is not None else None
 
 
 def _exemplar(model: Model, sid: str, reference: tuple[Event, str] | None,
@@ -220,10 +227,10 @@ def _full(data: bytes | None) -> str | None:
 
 
 def _shape(event: Event) -> tuple[int, int] | None:
-    shot = event.observation.screenshot if event.observation else None
-    if shot is None:
+    size = _size(event)
+    if size is None:
         return None
-    width, height = shot.gray().size
+    width, height = size
     return COMPARE_WIDTH, max(1, round(COMPARE_WIDTH * height / width))
 
 
@@ -266,7 +273,8 @@ def _divergence_view(model: Model, view: RunView,
     frame = view.frames[view.divergence]
     shape, shown = _shape(frame.event), _screenshot(frame.event)
     figures, decision, diff = [], None, []
-    expected = _reference(model, view.missing, references) if view.missing else None
+    expected = _reference(model, view.missing, references, frame.event) if view.missing \
+        else None
     if view.missing:
         figures.append(dict(_exemplar(model, view.missing, expected, shape),
                             caption=f"expected: '{model.name(view.missing)}' (as successful "

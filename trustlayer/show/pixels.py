@@ -33,23 +33,29 @@ def full_resolution(data: bytes) -> str:
 
 
 def pixel_diff(expected: bytes, shown: bytes) -> tuple[Image.Image, float]:
-    """The shown screen faded, with the pixels that differ from the expected screen (scaled
-    to the shown one's size when they differ) in red; and the share of pixels that differ.
+    """The shown screen faded, with the pixels that differ from the expected screen in red;
+    and the share of pixels that differ. Screens of two sizes are laid on each other from
+    the top left (as a window's content sits), and what only one of them covers differs.
 
-    >>> def png(color):
-    ...     return png_bytes(Image.new("RGB", (4, 2), color))
+    >>> def png(color, size=(4, 2)):
+    ...     return png_bytes(Image.new("RGB", size, color))
     >>> image, share = pixel_diff(png("white"), png("black"))
     >>> image.getpixel((0, 0)), share
     ((255, 0, 0), 1.0)
-    >>> pixel_diff(png("white"), png("white"))[1]
-    0.0
+    >>> pixel_diff(png("white"), png("white"))[1], pixel_diff(png("white", (2, 2)), png("white"))[1]
+    (0.0, 0.5)
     """
     with Image.open(io.BytesIO(shown)) as shown_image:
         after = shown_image.convert("RGB")
     with Image.open(io.BytesIO(expected)) as expected_image:
-        before = expected_image.convert("RGB").resize(after.size, Image.Resampling.BILINEAR)
-    a, b = np.asarray(before, dtype=np.int16), np.asarray(after, dtype=np.int16)
+        before = expected_image.convert("RGB")
+    b = np.asarray(after, dtype=np.int16)
+    a = np.zeros_like(b)
+    width, height = min(before.width, after.width), min(before.height, after.height)
+    a[:height, :width] = np.asarray(before, dtype=np.int16)[:height, :width]
     differs = np.abs(a - b).max(axis=-1) > DIFF_THRESHOLD
+    differs[height:, :] = True
+    differs[:, width:] = True
     gray = np.asarray(after.convert("L"), dtype=np.float32)
     faded = (255 - (255 - gray) * FADE).astype(np.uint8)
     out = np.repeat(faded[:, :, None], 3, axis=-1)
