@@ -115,10 +115,11 @@ def test_the_clock_runs_between_updates():
     assert first.export_text().splitlines()[0] != second.export_text().splitlines()[0]
 
 
-def test_sigterm_stops_the_demo_and_its_worker(kafka):
+def test_sigterm_stops_the_demo_and_its_worker_leaving_nothing_behind(kafka, tmp_path):
     demo = subprocess.Popen([sys.executable, "-m", "trustlayer.cli", "demo", str(EXAMPLES),
                              "--broker", kafka.bootstrap, "--speed", "0.05", "--timeout", "300"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=tmp_path)
     worker_pid, seen = None, []
     deadline = time.monotonic() + 150
     while worker_pid is None and time.monotonic() < deadline:
@@ -139,6 +140,7 @@ def test_sigterm_stops_the_demo_and_its_worker(kafka):
             time.monotonic() < deadline:
         time.sleep(0.2)
     assert not alive, f"the demo's worker (pid {worker_pid}) or its children outlived it: {alive}"
+    assert list(tmp_path.iterdir()) == [], "the demo left files in its working directory"
 
 
 def descendants(pid: int) -> set[int]:
