@@ -52,8 +52,11 @@ def needs_broker(command: str) -> Callable:
 
 
 def missing_extra() -> list[str]:
-    """The modules of the ``[stream]`` extra that are not installed."""
-    return [name for name in EXTRA_MODULES if importlib.util.find_spec(name) is None]
+    """The modules of the ``[stream]`` extra that are not installed (one imported already
+    is: faust's lazy module has no ``__spec__`` for ``find_spec`` to read)."""
+    return [name for name in EXTRA_MODULES
+            if sys.modules.get(name, ...) is None
+            or (name not in sys.modules and importlib.util.find_spec(name) is None)]
 
 
 def needs_extra(command: str, missing: list[str]) -> Callable[[argparse.Namespace], int]:

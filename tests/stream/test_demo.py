@@ -13,7 +13,8 @@ import pytest
 from rich.console import Console
 from streamkit import EXAMPLES
 
-from stream.demo import Screen, expected_label, next_step
+from stream.demo import next_step
+from stream.screen import Screen, expected_label
 
 LONG_REASON = ("'untitled.txt - JupyterLab: Saving completed' never reached after 'Cancel': "
                "the product showed a state never seen in successful runs (Error Permission "
