@@ -175,6 +175,11 @@ def test_show_png_draws_the_graph(model_file, tmp_path, capsys):
     assert image.std() > 20
     assert np.all(np.abs(image - (9, 105, 218)) < 30, axis=-1).sum() > 500  # essential
     assert np.all(np.abs(image - (207, 34, 46)) < 30, axis=-1).sum() > 200  # negative
+    from trustlayer.model import Model
+    from trustlayer.show.html import graph_svg
+    svg = str(graph_svg(Model.load(model_file)))  # the report's drawing, not a second one
+    width, height = re.search(r'<svg[^>]* width="(\d+)" height="(\d+)"', svg).groups()
+    assert image.shape[:2] == (int(height), int(width))
 
 
 def test_text_only_report(tmp_path):
