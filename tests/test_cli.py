@@ -88,7 +88,7 @@ def test_swapped_arguments_name_the_command_that_was_run(model, tmp_path, capsys
 def test_a_missing_output_folder_is_named_before_learning(tmp_path, capsys):
     assert main(["-q", "learn", str(JUPYTER / "train"), "-o", "/no/dir/m.json"]) == 2
     err = capsys.readouterr().err
-    assert err == "trustlayer learn: error: -o /no/dir/m.json: no such folder /no/dir\n"
+    assert err == "trustlayer learn: error: -o /no/dir/m.json: no folder /no/dir to write it in\n"
 
 
 def test_report_says_what_it_wrote_even_without_runs(model, tmp_path, capsys):

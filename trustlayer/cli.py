@@ -56,7 +56,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
     folder = Path(args.output).parent
     if not folder.is_dir():  # said before learning, not after
-        raise UsageError(f"-o {args.output}: no such folder {folder}")
+        raise UsageError(f"-o {args.output}: no folder {folder} to write it in")
     runs = read_traces(args.paths, "reading", args.quiet)
     labels = labels_near(args.paths)
     settings = Settings()
