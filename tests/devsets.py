@@ -8,4 +8,5 @@ SHARED = REPO.parent / "shared" / "traces"
 #: The tasks of the dev traces (a folder with train/ and test/ each), under SHARED.
 DEV_TASKS = ("jupyter-dev", "coding-dev", "coding-dev2/slugify-cli-flag",
              "coding-dev2/slugify-fix-regex-bug", "datasette-dev/ds-countries-filter-count",
-             "datasette-dev/ds-json-export-row")
+             "datasette-dev/ds-json-export-row", "django-dev/dj-rename-category",
+             "django-dev/dj-search-open")

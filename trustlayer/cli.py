@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 DISTRIBUTION = "trustlayer-judge"  # the name on the package index; `trustlayer` is taken
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+#: with this many successful runs or fewer, ``learn`` reports leave-one-out by itself
+FEW_RUNS = 5
 # how each command that reads a model is called: its error when the arguments are swapped
 MODEL_USAGE = {"check": "MODEL.json RUN...", "validate": "MODEL.json RUN...",
                "eval": "MODEL.json DIR", "show": "MODEL.json",
@@ -47,7 +49,6 @@ def _model(args: argparse.Namespace) -> Model:
     """The model file of `args`, with the usage of the command that was run on a mix-up."""
     from trustlayer.inputs import load_model
     return load_model(args.model, f"trustlayer {args.command} {MODEL_USAGE[args.command]}")
-
 
 def cmd_learn(args: argparse.Namespace) -> int:
     from trustlayer.inputs import labels_near, progress, read_traces
@@ -62,13 +63,17 @@ def cmd_learn(args: argparse.Namespace) -> int:
     settings = Settings()
     if args.llm_base_url:
         settings.llm.enabled, settings.llm.base_url = True, args.llm_base_url
+    background = read_traces(args.background, "reading background", args.quiet) \
+        if args.background else []
     model = learn(runs, settings, causes={rid: lab.get("cause") for rid, lab in labels.items()},
-                  progress=lambda items: progress(list(items), "fingerprinting", args.quiet))
+                  progress=lambda items: progress(list(items), "fingerprinting", args.quiet),
+                  background=background)
     model.save(args.output)
     print(f"learned '{model.task}' from {len(model.training_runs)} successful runs: "
           f"{len(model.states)} states, {len(model.essential)} essential, "
           f"{len(model.negative)} negative -> {args.output}")
-    _print_check(model, runs, args.loo, args.quiet)
+    # few runs cannot tell a shared habit from the task: say which milestones are in doubt
+    _print_check(model, runs, args.loo or len(model.training_runs) <= FEW_RUNS, args.quiet)
     return EXIT_OK
 
 
@@ -248,7 +253,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--llm-base-url", metavar="URL",
                    help="enable the LLM tier with this OpenAI-compatible URL")
     p.add_argument("--loo", action="store_true", help="also judge each training run by the "
-                   "model learned from the others (leave-one-out: one learning per run)")
+                   "model learned from the others (leave-one-out: one learning per run; "
+                   f"always with {FEW_RUNS} runs or fewer)")
+    p.add_argument("--background", nargs="+", metavar="PATH", help="runs of other tasks of "
+                   "the same application (.jsonl files or directories): the layout they all "
+                   "show is no milestone of this task")
     p.set_defaults(func=cmd_learn)
     p = sub.add_parser("check", help="judge a model's training runs against it (must all "
                        "pass) and each against the model learned from the others")

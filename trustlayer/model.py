@@ -20,8 +20,10 @@ from trustlayer.model_check import check_model
 from trustlayer.observe.templates import Profile
 from trustlayer.settings import Settings
 
-# 2: wildcards are the tokens <*> and <**> (1 used * and **); 3: nearest_milestone (was idom)
-MODEL_FORMAT = 4
+# 2: wildcards are the tokens <*> and <**> (1 used * and **); 3: nearest_milestone (was idom);
+# 4: end_evidence, required_removals, files_change_alone; 5: the signs of failure (gone_lines,
+# checks, check_files, overcome, added_only, required_words, statuses)
+MODEL_FORMAT = 5
 
 
 @dataclass
@@ -107,6 +109,12 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
     files ever changed with no action of its agent), ``end_evidence`` (per accepting
     state, what every run ending there showed of its finished work beyond what the state
     requires) and ``warnings`` (what the learner noticed for a person to check).
+    What shows a failure (:mod:`trustlayer.learn.failure_signs`): ``gone_lines`` (per
+    state where successful runs ended, what their work made go), ``checks`` (tools every successful run used
+    after its last change of ``check_files``, the files they all changed) and
+    ``overcome`` (per tool, the shapes of lines successful runs fixed), ``added_only``
+    (files their diffs never took a line out of), ``required_words`` (names their diffs
+    all added to ``check_files``) and ``statuses`` (the HTTP statuses their pages got).
     ``soft`` holds the essential states a run may skip: interruptions and incidental ones.
     """
 
@@ -133,6 +141,13 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
     warnings: list[str] = field(default_factory=list)
     files_change_alone: bool = False
     end_evidence: dict[str, list[str]] = field(default_factory=dict)
+    gone_lines: dict[str, list[str]] = field(default_factory=dict)
+    checks: list[str] = field(default_factory=list)
+    check_files: list[str] = field(default_factory=list)
+    overcome: dict[str, list[str]] = field(default_factory=dict)
+    added_only: list[str] = field(default_factory=list)
+    required_words: dict[str, list[str]] = field(default_factory=dict)
+    statuses: list[int] = field(default_factory=list)
 
     @property
     def optional(self) -> list[str]:
@@ -164,7 +179,10 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
                 "required_outputs": self.required_outputs,
                 "required_removals": self.required_removals, "warnings": self.warnings,
                 "files_change_alone": self.files_change_alone,
-                "end_evidence": self.end_evidence}
+                "end_evidence": self.end_evidence, "gone_lines": self.gone_lines,
+                "checks": self.checks, "check_files": self.check_files,
+                "overcome": self.overcome, "added_only": self.added_only,
+                "required_words": self.required_words, "statuses": self.statuses}
 
     @classmethod
     def from_json(cls, data: dict) -> "Model":
@@ -188,7 +206,11 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
                        None if data["ending"] is None else ModelState.from_json(data["ending"]),
                        data["incidental"], data.get("transient", []), data["required_outputs"],
                        data.get("required_removals", {}), data["warnings"],
-                       data.get("files_change_alone", False), data.get("end_evidence", {}))
+                       data.get("files_change_alone", False), data.get("end_evidence", {}),
+                       data.get("gone_lines", {}), data.get("checks", []),
+                       data.get("check_files", []), data.get("overcome", {}),
+                       data.get("added_only", []), data.get("required_words", {}),
+                       data.get("statuses", []))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None
 

@@ -267,7 +267,17 @@ def check_model(data: dict, shape: Sequence[Field]) -> None:
     _ids(list(evidence), "end_evidence", data.get("accepting", []))
     for state, templates in evidence.items():
         _strings(templates, f"end_evidence[{state!r}]")
-    removals = data.get("required_removals", {})
-    _typed(removals, dict, "required_removals")
-    for path, lines in removals.items():
-        _strings(lines, f"required_removals[{path!r}]")
+    for name in ("required_removals", "overcome", "gone_lines", "required_words"):
+        _string_lists(data.get(name, {}), name)
+    _ids(list(data.get("gone_lines", {})), "gone_lines", data.get("accepting", []))
+    _typed(data.get("statuses", []), list, "statuses")
+    for number, status in enumerate(data.get("statuses", [])):
+        _count(status, f"statuses[{number}]", 100)
+    for name in ("checks", "check_files", "added_only"):
+        _strings(data.get(name, []), name)
+
+
+def _string_lists(value: Any, where: str) -> None:
+    _typed(value, dict, where)
+    for key, lines in value.items():
+        _strings(lines, f"{where}[{key!r}]")

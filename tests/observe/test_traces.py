@@ -2,6 +2,7 @@
 import base64
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,21 @@ def test_cli_exits_2_with_the_location_and_no_traceback(tmp_path, capsys):
     assert f"{bad}:2: not valid JSON" in err and "Traceback" not in err
     assert main(["-q", "validate", str(tmp_path / "missing.json"), str(bad)]) == 2
     assert "model file not found" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("network, said", [
+    ({"method": "GET"}, "observation.network must be a list"),
+    (["GET / 200"], "observation.network[0] must be an object"),
+    ([{"method": "GET", "path": "/", "status": 999, "type": "document"}],
+     "observation.network[0].status must be an HTTP status"),
+    ([{"method": 1, "path": "/", "status": 200, "type": "document"}],
+     "method, path and type must be strings"),
+])
+def test_a_malformed_network_field_is_refused_with_its_place(tmp_path, network, said):
+    event = {"v": 1, "run_id": "r", "task": "t", "seq": 0, "ts": 1.0, "kind": "state",
+             "observation": {"text": "x", "network": network}}
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(event) + "\n")
+    with pytest.raises(TraceError, match=re.escape(said)) as caught:
+        read_run(path)
+    assert str(caught.value).startswith(f"{path}:1:")

@@ -15,11 +15,14 @@ from trustlayer.score.selfcheck import check
 
 # (failure F1, cause F1) floors per task, a little under what score.py measures (README)
 FLOORS = {"jupyter-dev": (0.95, 0.9), "coding-dev": (0.95, 0.9),
-          "coding-dev2/slugify-cli-flag": (0.78, 0.9), "coding-dev2/slugify-fix-regex-bug": (0.95, 0.85),
-          "datasette-dev/ds-countries-filter-count": (0.95, 0.8),
-          "datasette-dev/ds-json-export-row": (0.95, 0.85)}
+          "coding-dev2/slugify-cli-flag": (0.93, 0.9), "coding-dev2/slugify-fix-regex-bug": (0.95, 0.9),
+          "datasette-dev/ds-countries-filter-count": (0.95, 0.75),
+          "datasette-dev/ds-json-export-row": (0.95, 0.85),
+          "django-dev/dj-rename-category": (0.93, 0.85), "django-dev/dj-search-open": (0.95, 0.9)}
 END_REASONS = ("never reached", "negative milestone", "not where successful runs end",
-               "every successful run removed",
+               "every successful run removed", "made go", "went on to fix",
+               "never checked its work", "only added lines", "reported that it failed",
+               "never added", "which no successful run received",
                "every successful run called it", "no action of the agent")
 
 
@@ -91,8 +94,8 @@ def test_verdicts_ignore_the_runs_own_outcome(tmp_path):
         shutil.copytree(root / "shots" / path.stem, blind / "shots" / path.stem)
         lines = [json.loads(line) for line in path.read_text().splitlines()]
         for event in lines:
-            if event["kind"] == "end":
-                event["outcome"], event["self_report"] = "success", "success"
+            if event["kind"] == "end":  # (a self-report of failure is evidence: kept)
+                event["outcome"] = "success"
         (blind / path.name).write_text("".join(json.dumps(e) + "\n" for e in lines))
     original = judge_paths(model, [str(p) for p in sorted(root.glob("*.jsonl"))[:6]], quiet=True)
     assert judge_paths(model, [str(blind)], quiet=True) == original

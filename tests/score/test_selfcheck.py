@@ -10,11 +10,14 @@ from PIL import Image
 from trustlayer.cli import main
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
+from trustlayer.model import Model
 from trustlayer.observe.traces import read_runs
 from trustlayer.score.selfcheck import check, without_image_bytes
 
 SCREEN_SETS = [REPO / "examples" / "jupyter" / "train",
-               SHARED / "datasette-dev" / "ds-json-export-row" / "train"]
+               SHARED / "datasette-dev" / "ds-json-export-row" / "train",
+               SHARED / "django-dev" / "dj-rename-category" / "train",
+               SHARED / "django-dev" / "dj-search-open" / "train"]
 
 
 def reencode(source: Path, target: Path) -> int:
@@ -72,3 +75,20 @@ def test_cli_learn_prints_the_self_check_and_check_exits_on_failures(tmp_path, c
     assert "leave-one-out: 8/8" in capsys.readouterr().out
     assert main(["-q", "check", str(model), str(SCREEN_SETS[0])]) == 2  # another task's runs
     assert "model is for 'slugify-cli-flag'" in capsys.readouterr().err
+
+
+def test_learn_from_few_runs_reports_leave_one_out_and_the_milestones_it_doubts(tmp_path, capsys):
+    train = SHARED / "jupyter-dev" / "train"
+    few = tmp_path / "few"
+    (few / "shots").mkdir(parents=True)
+    for name in ("jl-save-textfile-train-01", "jl-save-textfile-train-05"):
+        shutil.copy(train / f"{name}.jsonl", few)
+        shutil.copytree(train / "shots" / name, few / "shots" / name)
+    assert main(["-q", "learn", str(few), "-o", str(tmp_path / "m.json")]) == 0
+    said = capsys.readouterr().out
+    assert "leave-one-out: " in said and "/2 training runs pass" in said
+    runs = read_runs([few])
+    report = check(Model.load(tmp_path / "m.json"), runs)
+    names = {state.name for state in Model.load(tmp_path / "m.json").states.values()}
+    assert set(report.doubted) <= names
+    assert all(f"doubted milestone: '{name}'" in said for name in report.doubted)

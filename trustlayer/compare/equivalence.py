@@ -2,7 +2,8 @@
 
 Tiers, cheapest first; each decision keeps the tier that decided and its evidence:
 
-1. ``exact``: the screenshot bytes equal a member's.
+1. ``exact``: the screenshot bytes equal a member's, and the text (if any) shows every
+   salient template.
 2. ``structure``: for states with text, an accessibility tree or files, the learned
    templates decide. A salient template missing is *different* (it vetoes any visual
    likeness: a renamed file is a few pHash bits apart). Every line explained is *same*,
@@ -28,7 +29,7 @@ from trustlayer.compare.visual import hamming, masked_ssim
 from trustlayer.model import Model, ModelState
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.fingerprints import Fingerprint
-from trustlayer.observe.templates import Profile, shape_of, word_tokens
+from trustlayer.observe.templates import WILDCARD, Profile, shape_of, split_line, word_tokens
 from trustlayer.settings import Settings
 
 UNSURE_MAX_UNEXPLAINED = 2
@@ -149,7 +150,11 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
     different without comparing its screens (their pixels then never decoded), and the
     structure tier keeps no evidence.
     """
-    if fp.image_sha is not None and fp.image_sha in state.image_shas:
+    if fp.image_sha is not None and fp.image_sha in state.image_shas and not (
+            state.structural and fp.has_structure
+            and not state.profile.shows_every_salient(fp.lines)):
+        # the same pixels are not the same state when the text says otherwise: another
+        # object's page can look exactly alike (its address differs)
         return Decision("same", "exact", {"image_sha": fp.image_sha[:12]})
     if state.structural:
         decision = _structural(fp, state, settings, known_words, strict,
@@ -183,21 +188,45 @@ def like_in_shape(model: Model, fp: Fingerprint, state_id: str) -> bool:
     line it lacks is there with other counts (:func:`trustlayer.observe.templates.shape_of`:
     ``45 passed`` for ``141 passed``, a shorter progress bar); the rest as :func:`decide`
     tolerates. For milestones that are a tool's report on the finished work (the whole
-    suite's result, where a run tested the files it changed). The same request with other
-    counts is no such report: a test deleted shows as one test fewer."""
+    suite's result, where a run tested the files it changed). The same request is met only
+    with larger counts (:func:`grown`: tests added); a test deleted shows as one fewer.
+    Whatever the counts, a report that still shows what successful runs fixed fails the
+    run (:mod:`trustlayer.judge.signs`)."""
     state = model.states[state_id]
     if not state.structural or not fp.has_structure:
         return False
     profile = state.profile
     missing, unexplained = profile.compare(fp.lines)
-    if not missing or fp.context.isdisjoint(unexplained):  # templates explain each
+    if not missing:
         return False
+    same_request = fp.context.isdisjoint(unexplained)  # templates explain each
     in_shape = _in_shape(tuple(dict.fromkeys(shape_of(template) for template in missing)))
     reshaped = {line for line in unexplained if in_shape.template_of(shape_of(line)) is not None}
     if in_shape.compare({shape_of(line) for line in reshaped})[0]:
         return False
+    if same_request and not all(any(grown(line, template) for template in missing)
+                                for line in reshaped):
+        return False
     rest = [line for line in unexplained if line not in reshaped and line not in fp.context]
     return _tolerated(rest, fp, state, model.settings, index_of(model).known_words)
+
+
+def grown(line: str, template: str) -> bool:
+    """Whether `line` is `template` with each count it holds at least as large: the same
+    request reporting more of the same (``154 passed`` for ``151 passed``: the agent
+    added tests), not fewer (a test deleted).
+
+    >>> grown("X|154 passed in <dur>", "X|151 passed in <dur>")
+    True
+    >>> grown("X|150 passed in <dur>", "X|151 passed in <dur>")
+    False
+    """
+    (prefix, body), (expected_prefix, expected) = split_line(line), split_line(template)
+    if prefix != expected_prefix or len(body) != len(expected):
+        return False
+    return all(mine == theirs or theirs == WILDCARD
+               or mine.isdigit() and theirs.isdigit() and int(mine) >= int(theirs)
+               for mine, theirs in zip(body, expected))
 
 
 @lru_cache(maxsize=1 << 10)  # a milestone's missing lines repeat from state to state

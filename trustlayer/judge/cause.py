@@ -4,7 +4,11 @@ The rule, walking the run from the last milestone it reached:
 
 * *agent_error* at the first step where the agent did something successful runs never
   do at that point (an action signature none of them used between these milestones,
-  nor from the state it was in);
+  nor from the state it was in), or where a state no successful run showed holds what
+  the agent typed (its own value: a misspelt name, text appended to the old);
+* *product_bug* at the first step where the agent's action led to a known state that
+  the same action from the same state never led successful runs to (a save that lands
+  back on the unchanged list);
 * *product_bug* at the first step where the agent did what successful runs do (or
   nothing, or waited: the screen changed on its own) and the product showed what
   successful runs never show (words no training state contains: an error message, a
@@ -14,7 +18,8 @@ The rule, walking the run from the last milestone it reached:
 * else, at the end: *product_bug* when, after the agent's last step that successful
   runs take too, the product never showed anything they saw (a page that never loads);
   *agent_error* when the run ended the way successful runs end but skipped a step they
-  all take; *product_bug* when it stalled in a state that successful runs only ever
+  all take; *product_bug* when the agent took the step successful runs take from its
+  last state to another and the product showed that state again; *product_bug* when it stalled in a state that successful runs only ever
   left through the product's own change (a save that never completes); *agent_error*
   when the agent stopped where successful runs went on with an action.
 """
@@ -26,9 +31,12 @@ from trustlayer.graph_marks import SUCCESS
 from trustlayer.judge.history import Observed
 from trustlayer.judge.phases import phase_gaps, where
 from trustlayer.model import Model
+from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.steps import NO_ACTION, PASSIVE
+from trustlayer.observe.templates import word_tokens
 
 PRODUCT_BUG, AGENT_ERROR = "product_bug", "agent_error"
+TYPED = "type:"  # the signature of text the agent entered
 
 
 def _shown(model: Model, entries: Sequence[Observed]) -> str:
@@ -58,9 +66,49 @@ def _usual(model: Model, position: int, known: Observed | None) -> set[str]:
 def _unusual(model: Model, position: int, known: Observed | None,
              entry: Observed) -> list[str]:
     """The actions leading to `entry` that successful runs never took at this point;
-    waiting or scrolling is never one (the product stays as it is)."""
+    waiting or scrolling is never one (the product stays as it is), nor an answer the
+    agent reported (its value is judged against what the screen showed)."""
     usual = _usual(model, position, known)
-    return [a for a in entry.via if a not in usual and not a.startswith(PASSIVE)]
+    return [a for a in entry.via if a not in usual and not a.startswith(PASSIVE)
+            and not a.startswith(tuple(f"{call}:" for call in model.required_outputs))]
+
+
+def _by_agent(entry: Observed) -> str | None:
+    """The agent's last action leading to `entry` that is no mere wait or look."""
+    return next((a for a in reversed(entry.via)
+                 if a != NO_ACTION and not a.startswith(PASSIVE)), None)
+
+
+def _typed(entries: Sequence[Observed]) -> list[str]:
+    return [a for entry in entries for a in entry.via if a.startswith(TYPED)]
+
+
+def _went_elsewhere(model: Model, sources: Sequence[str], action: str,
+                    reached: Sequence[str]) -> bool:
+    """Whether successful runs took `action` from one of `sources` and it never led them
+    to any of `reached`, a place (a page, a window): the product answered the agent's
+    usual step otherwise."""
+    if not any(t.startswith(PLACE_PREFIXES) for sid in reached
+               for t in model.states[sid].profile.salient_templates):
+        return False  # no address or title to tell where the product went (a tool's report)
+    targets = {edge["target"] for edge in model.edges
+               if edge["source"] in sources and action in edge["actions"]}
+    return bool(targets) and not targets & set(reached)
+
+
+def _entered(entry: Observed, so_far: Sequence[Observed], phase: Sequence[Observed],
+             usual: set[str]) -> str | None:
+    """What the agent typed that made `entry` a state no successful run showed: words it
+    typed (`so_far`) that `entry` shows as news (a misspelt name saved), else text typed
+    since the last milestone (`phase`) that successful runs never typed (`usual`)."""
+    if entry.ids:
+        return None
+    if entry.novel:
+        typed = set().union(*(word_tokens("X|" + a.split(":", 2)[-1]) for a in _typed(so_far)))
+        words = [w for w in entry.novel if w in typed]
+        return f"'{words[0]}'" if words else None
+    odd = [a for a in _typed(phase) if a not in usual]
+    return f"'{odd[-1].split(':', 2)[-1]}'" if odd else None
 
 
 def _expected(model: Model, known: Observed) -> set[str]:
@@ -127,6 +175,18 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
         if unusual:
             return (f"{reason}: the agent did {unusual[0]}, which successful runs never do at "
                     f"this point, and the run showed {_shown(model, history[k:])}", AGENT_ERROR)
+        entered = _entered(here, history[:k + 1], history[start + 1:k + 1],
+                           _usual(model, position, known))
+        if entered:
+            return (f"{reason}: the agent entered {entered}, and the run showed "
+                    f"{_shown(model, history[k:])}, which successful runs never showed",
+                    AGENT_ERROR)
+        did = _by_agent(here)
+        if here.ids and known is not None and did \
+                and _went_elsewhere(model, known.ids, did, here.ids):
+            return (f"{reason}: the agent did {did} as successful runs do, and the "
+                    f"product showed '{model.name(here.ids[0])}', where successful runs saw "
+                    f"what follows '{model.name(known.ids[0])}'", PRODUCT_BUG)
         if here.novel:
             did = "nothing (the screen changed on its own)" if here.via == [NO_ACTION] \
                 else f"{here.via[-1]} as successful runs do"
@@ -145,6 +205,10 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
                 f"the product never showed what they saw next ({_shown(model, after)})",
                 PRODUCT_BUG)
     onward = set().union(*(model.out_actions(s) for s in known.ids)) - {NO_ACTION}
+    last_step = next((did for entry in reversed(history) if (did := _by_agent(entry))), None)
+    if last_step is not None and _went_elsewhere(model, known.ids, last_step, known.ids):
+        return (f"{reason}: the agent did {last_step} as successful runs do from '{state}', "
+                f"and the product stayed at '{state}'", PRODUCT_BUG)
     if SUCCESS in set().union(*(model.successors(s) for s in known.ids)):
         return (f"{reason}: the run ended in '{state}' as successful runs end, without the "
                 "step they all take before it", AGENT_ERROR)

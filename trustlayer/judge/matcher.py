@@ -4,8 +4,10 @@ The essential states must appear in order, extra states allowed (skip-till-next-
 interruptions among them (:func:`trustlayer.learn.learner._interruptions`) may be skipped.
 A run fails for certain when it ends without every milestone or when a negative
 milestone appears; it is ``at_risk`` (an early warning, not a failure) when it shows a
-state whose dominating milestone has not been seen yet. The verdict never reads the
-run's own ``outcome`` or ``self_report``. The batch validator is a loop over
+state whose dominating milestone has not been seen yet. A sign of failure
+(:mod:`trustlayer.judge.signs`) fails a run whatever milestones it reached. The verdict
+never reads the run's own ``outcome``; of its ``self_report`` only a report of failure
+counts (as a sign). The batch validator is a loop over
 :meth:`Matcher.feed`; the streaming worker runs the same code.
 """
 from __future__ import annotations
@@ -18,6 +20,7 @@ from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.judge.cause import explain_failure
 from trustlayer.judge.history import Observed, row_of
+from trustlayer.judge.signs import FailureWatch
 from trustlayer.judge.status import AT_RISK, FAILED, PASSED, RUNNING, Status
 from trustlayer.learn.evidence import output_call
 from trustlayer.model import Model
@@ -25,8 +28,8 @@ from trustlayer.observe.canonical import shows
 from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.observe.fingerprints import Fingerprint
-from trustlayer.observe.steps import StepBuilder, action_signatures
-from trustlayer.observe.traces import Action, Event, Run
+from trustlayer.observe.steps import Step, StepBuilder, action_signatures
+from trustlayer.observe.traces import Action, Event, Observation, Run
 
 
 class Matcher:
@@ -50,6 +53,7 @@ class Matcher:
         self.outputs_shown: dict[str, bool] = {}  # ... and whether the screen showed it
         self.expected_shown: dict[str, bool] = {}  # ... and the value successful runs gave
         self.removals = RemovalLedger(model.required_removals)
+        self.signs = FailureWatch()
         self.reshaped: list[str] = []  # transient milestones met with other counts (each
         # the milestone reached by that step: see _observe)
         self.status: Status | None = None  # the run's status after the last event fed
@@ -93,12 +97,14 @@ class Matcher:
             if self.model.required_removals:
                 self.removals.observe(event.observation.text,
                                       changed_in_facts(before, step.fingerprint.lines))
-            self._observe(step)
+            self._observe(step, before, event.observation)
         elif event.kind == "end":
+            self.signs.self_report = event.self_report
             self.close(event.seq)
         return self.status
 
-    def _observe(self, step) -> None:
+    def _observe(self, step: Step, before: frozenset[str] | None,
+                 observation: Observation) -> None:
         ids = self._matches(step)
         negatives = [sid for sid in ids if sid in self.model.negative]
         known = [sid for sid in ids if sid not in self.model.negative]
@@ -108,6 +114,11 @@ class Matcher:
             known.append(upcoming)
             self.reshaped.append(upcoming)
         novel = index_of(self.model).novelty(step.fingerprint) if not known else []
+        # a known state may hold news too (a tool's error beside the usual output)
+        news = bool(novel) or bool(known) and bool(self.model.check_files) \
+            and bool(index_of(self.model).novelty(step.fingerprint))
+        self.signs.observe(self.model, step, before, observation.text, known, news,
+                           observation.network)
         ends = ends_like_success(self.model, step.fingerprint, known) \
             or self._answered() and at_an_end_place(self.model, step.fingerprint)
         self.history.append(Observed(step.seq, step.ts, known, action_signatures(step),
@@ -234,15 +245,20 @@ class Matcher:
             self.history[-1] = self.history[-1]._replace(ends=True)  # answered after it
             self._advance(list(self.model.accepting), seq)
         wrong = self._wrong_output()
-        if self.status.status == PASSED and wrong is None:
-            kept = self.removals.missing(self.model.required_removals)
-            if kept:
-                self._fail(seq, describe(kept), "agent_error")
-                return
+        if self.status.status == PASSED and wrong is None \
+                and (kept := self.removals.missing(self.model.required_removals)):
+            # the most precise sign of what the edits of a run that got that far missed
+            self._fail(seq, describe(kept), "agent_error")
+            return
+        sign = self.signs.sign(self.model) if wrong is None else None
+        if sign is not None and sign.cause is not None:
+            self._fail(seq, sign.reason, sign.cause)
+            return
+        if self.status.status == PASSED and wrong is None and sign is None:
             self.status.final = True
             self.status.warnings = self._route_warnings()
             return
-        headline = None if wrong is None else (
+        headline = (sign and sign.reason) if wrong is None else (
             f"the agent called {wrong[0]}:{wrong[1]}; every successful run called it "
             f"with '{wrong[2]}'")
         call = wrong[0] if wrong is not None else None
@@ -296,6 +312,7 @@ class Matcher:
                 "expected_shown": self.expected_shown,
                 "removed": {path: sorted(lines) for path, lines in self.removals.removed.items()},
                 "unseen": sorted(self.removals.unseen), "reshaped": self.reshaped,
+                "signs": self.signs.to_json(),
                 "holders": {path: {line: sorted(held) for line, held in holders.items()}
                             for path, holders in self.removals.holders.items()},
                 "baseline_files": self.builder.baseline_files,
@@ -322,6 +339,7 @@ class Matcher:
         matcher.removals.holders = {path: {line: set(held) for line, held in holders.items()}
                                     for path, holders in data.get("holders", {}).items()}
         matcher.reshaped = list(data.get("reshaped", ()))
+        matcher.signs = FailureWatch.from_json(data.get("signs"))
         matcher.builder.baseline_files = data["baseline_files"]
         matcher.builder.pending = [Action(**a) for a in data["pending"]]
         previous = data.get("previous_lines")

@@ -41,7 +41,7 @@ from typing import Mapping, Sequence
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.context import context_lines
 from trustlayer.observe.steps import Step, by_agent
-from trustlayer.observe.templates import WILDCARD, Profile, template_form
+from trustlayer.observe.templates import WILDCARD, Profile, says_something, template_form
 from trustlayer.observe.traces import Action, Observation, Run
 
 Path = Sequence[tuple[str, Step]]  # a run's (model state id, step) in order
@@ -100,7 +100,7 @@ def accepting_states(paths: Mapping[str, Path]) -> list[str]:
     return list(dict.fromkeys(path[-1][0] for path in paths.values() if path))
 
 
-def _place(step: Step) -> frozenset[str]:
+def place_lines(step: Step) -> frozenset[str]:
     return frozenset(line for line in step.fingerprint.lines if line.startswith(PLACE_PREFIXES))
 
 
@@ -111,13 +111,13 @@ def _lasting_additions(path: Path) -> list[bool]:
     (a page loading, a news toast left open) is not the agent's work. The first step adds
     all it shows: a page a run started on counts only if the run ended there."""
     last_step = path[-1][1]
-    last, last_place = last_step.fingerprint.content, _place(last_step)
+    last, last_place = last_step.fingerprint.content, place_lines(last_step)
     lasting = []
     previous: frozenset[str] = frozenset()
     for _, here in path:
         added = here.fingerprint.content - previous
         previous = here.fingerprint.content
-        lasting.append(by_agent(here) and _place(here) == last_place and bool(added & last))
+        lasting.append(by_agent(here) and place_lines(here) == last_place and bool(added & last))
     return lasting
 
 
@@ -159,7 +159,8 @@ def end_evidence(profile: Profile,
         return []
     shown = [{profile.template_of(line) for line in last - early} for last, early in ends]
     common = set.intersection(*shown) - {None}
-    return [profile.templates[i] for i in sorted(common) if not profile.salient[i]]
+    return [profile.templates[i] for i in sorted(common)
+            if not profile.salient[i] and says_something(profile.templates[i])]
 
 
 def _first_visits(state_id: str, paths: Mapping[str, Path]) -> list[tuple[str, int]]:
@@ -189,7 +190,7 @@ def milestone_kinds(essential: Sequence[str], accepting: Sequence[str],
 
 def output_call(action: Action) -> str:
     """The name of a tool call, across runs: its type and target (``tool:report_answer``)."""
-    return f"{action.type}:{action.target or ''}"
+    return action.call
 
 
 def _shown(observation: Observation) -> tuple:

@@ -38,11 +38,16 @@ from trustlayer.learn.evidence import (
     touch_templates,
     untouched_facts,
 )
+from trustlayer.learn.failure_signs import failure_signs
 from trustlayer.learn.naming import name_states
 from trustlayer.learn.profiles import (
     borrow_variation,
-    learned_tolerance,
+    chrome_lines,
+    chrome_variants,
+    frame_lines,
+    layout_lines,
     learn_profile,
+    learned_tolerance,
     varied_words,
 )
 from trustlayer.model import Model, ModelState
@@ -205,7 +210,7 @@ def _negatives(model: Model, failed: Sequence[Run], causes: dict[str, str | None
 
 def learn(runs: Sequence[Run], settings: Settings | None = None,
           causes: dict[str, str | None] | None = None, progress: Progress | None = None,
-          version: int = 1) -> Model:
+          version: int = 1, background: Sequence[Run] = ()) -> Model:
     """Learn the model of one task.
 
     Parameters
@@ -215,6 +220,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     settings : thresholds and limits, saved in the model.
     causes : optional ``run_id -> cause`` for failed runs (from ``labels.json``).
     progress : optional wrapper that shows progress over an iterable (e.g. tqdm).
+    background : runs of other tasks of the same application: the layout most of their
+        states show (:func:`~trustlayer.learn.profiles.layout_lines`) is never salient.
 
     Raises
     ------
@@ -244,6 +251,13 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     groups = group_states([[st.fingerprint for st in steps[rid]] for rid in run_ids], settings)
     groups.sort(key=lambda g: (statistics.mean(i / len(steps[run_ids[r]]) for r, i in g), g[0]))
     last_lines = [steps[rid][-1].fingerprint.content for rid in run_ids]
+    shown = [[step.fingerprint.content for step in steps[rid]] for rid in run_ids]
+    early = [frozenset().union(*(step.fingerprint.content for step in
+                                 before_the_work([("", step) for step in steps[rid]])
+                                 or steps[rid][:1])) for rid in run_ids]
+    chrome = chrome_lines(shown)
+    frame = frame_lines(shown, early) | layout_lines(
+        [[step.fingerprint.content for step in run_steps(run, settings)] for run in background])
     state_of: dict[tuple[int, int], str] = {}
     states: dict[str, ModelState] = {}
     for number, group in enumerate(groups):
@@ -252,8 +266,10 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
             state_of[key] = sid
         states[sid] = _build_state(sid, [(run_ids[r], steps[run_ids[r]][i]) for r, i in group],
                                    settings.thumbnail_size,
-                                   [_not_evidence(steps[run_ids[r]], i, last_lines[r])
+                                   [_not_evidence(steps[run_ids[r]], i, last_lines[r]) | frame
                                     for r, i in group])
+        if chrome:  # the frame may show another value anywhere (a theme, a mode)
+            states[sid].profile = states[sid].profile.with_optional(chrome_variants(chrome))
     member_lines = {sid: [steps[run_ids[r]][i].fingerprint.lines for r, i in group]
                     for sid, group in zip(states, groups)}
     varied = set().union(*(varied_words(state.profile, member_lines[sid])
@@ -279,7 +295,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     accepting = accepting_states(paths)
     ending = _build_state("end", [(rid, steps[rid][-1]) for rid in run_ids],
                           settings.thumbnail_size,
-                          [untouched_facts(steps[rid][-1].fingerprint.lines) for rid in run_ids])
+                          [untouched_facts(steps[rid][-1].fingerprint.lines) | frame
+                           for rid in run_ids])
     ends_of = {sid: [(steps[rid][-1].fingerprint.lines,
                       frozenset().union(*(step.fingerprint.lines
                                           for step in before_the_work(path))))
@@ -310,7 +327,9 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                   convergence=convergence_points(graph),
                   training_runs=run_ids, settings=settings, end_evidence=evidence_of_ends,
                   files_change_alone=any(step.files_moved for run in steps.values()
-                                         for step in run))
+                                         for step in run),
+                  **failure_signs(learned_from, [(path[-1][0], steps[rid])
+                                                 for rid, path in paths.items()]))
     negatives = _negatives(model, failed, causes or {}, settings)
     name_states(negatives, {}, {}, {})
     for negative in negatives:

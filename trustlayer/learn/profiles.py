@@ -15,10 +15,12 @@ from trustlayer.observe.templates import (
     Profile,
     leading_key,
     render,
+    says_something,
     split_line,
 )
 
 MAX_VARYING_SHARE = 0.34
+SHOWN_PREFIXES = ("X|", "A|")  # what a screen shows: its text and accessibility tree
 
 
 def _can_merge(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
@@ -78,6 +80,8 @@ def learn_profile(members: Sequence[frozenset[str]],
     differ in at most a third of their positions (words only), and never occur together
     in one member (two lines of one screen are two slots). The most alike variants are
     merged first, so a slot filled in every member is found before a loose look-alike.
+    A line of punctuation only is never salient
+    (:func:`~trustlayer.observe.templates.says_something`).
 
     >>> p = learn_profile([frozenset({"T|untitled.txt - Lab", "X|saved"}),
     ...                    frozenset({"T|hello.txt - Lab", "X|saved"})])
@@ -120,8 +124,10 @@ def learn_profile(members: Sequence[frozenset[str]],
     optional = optional or [frozenset()] * len(members)
     not_evidence = {group_of[line] for line in lines
                     if any(line in optional[m] for m in holders[line])}
-    salient = [len(owners[g]) == len(members) and g not in not_evidence for g in groups]
+    salient = [len(owners[g]) == len(members) and g not in not_evidence
+               and says_something(render(prefixes[g], bodies[g])) for g in groups]
     return Profile(templates, salient)
+
 
 
 def varied_words(profile: Profile, members: Sequence[frozenset[str]]) -> set[str]:
@@ -189,3 +195,82 @@ def learned_tolerance(members: Sequence[frozenset[str]]) -> float:
         _, unexplained = others.compare(member)
         shares.append(min(1.0, len(unexplained) / max(1, len(content_lines(member)))))
     return round(max(shares), 4)
+
+
+def chrome_lines(runs: Sequence[Sequence[frozenset[str]]]) -> frozenset[str]:
+    """The lines of text or of the accessibility tree that every state of every successful
+    run shows (`runs`: per run, its states' content lines): the application's frame (a
+    theme switch, a user menu), which tells no state from another. Files are no frame (a
+    file every state shows may still be removed). None from one run: it cannot tell frame
+    from task.
+
+    >>> chrome_lines([[frozenset({"X|theme: auto", "X|List"}), frozenset({"X|theme: auto"})],
+    ...               [frozenset({"X|theme: auto", "X|Form"})]])
+    frozenset({'X|theme: auto'})
+    """
+    states = [lines for run in runs for lines in run]
+    if len(runs) < 2 or not states:
+        return frozenset()
+    return frozenset(line for line in frozenset.intersection(*states)
+                     if line.startswith(SHOWN_PREFIXES))
+
+
+FRAME_SHARE = 0.5  # of a run's states: a panel open most of the run is its layout
+
+
+def frame_lines(runs: Sequence[Sequence[frozenset[str]]],
+                before_work: Sequence[frozenset[str]]) -> frozenset[str]:
+    """Lines of text or of the accessibility tree that every successful run showed before
+    its work (`before_work`: per run, the lines of its steps before the first that lasted)
+    and in at least half of its states (`runs`: per run, its states' content lines): the
+    layout the runs found and kept (a panel, a listing of the files there, a tab left
+    open), a habit they share, not what tells one state from another. Never salient;
+    what the runs brought about (typed text, a new file listed) is not there before the
+    work. None from one run.
+
+    >>> runs = [[frozenset({"A|tab Launcher", "X|start"}), frozenset({"A|tab Launcher", "X|a"}),
+    ...          frozenset({"X|b"})],
+    ...         [frozenset({"A|tab Launcher", "X|start"}), frozenset({"A|tab Launcher"})]]
+    >>> sorted(frame_lines(runs, [run[0] for run in runs]))
+    ['A|tab Launcher']
+    """
+    if len(runs) < 2 or not all(runs):
+        return frozenset()
+    found = frozenset.intersection(*before_work)
+    for run in runs:
+        found = frozenset(line for line in found
+                          if sum(line in lines for lines in run) >= FRAME_SHARE * len(run))
+    return frozenset(line for line in found if line.startswith(SHOWN_PREFIXES))
+
+
+def layout_lines(runs: Sequence[Sequence[frozenset[str]]]) -> frozenset[str]:
+    """Lines of text or of the accessibility tree that at least half the states of every
+    run of `runs` (other tasks of the application; per run, its states' content lines)
+    show: the application's layout (its panels, tabs and status bar), no task's milestone.
+
+    >>> run = [frozenset({"A|tab Launcher", "X|a"}), frozenset({"A|tab Launcher"}),
+    ...        frozenset({"A|tab Launcher", "X|b"})]
+    >>> sorted(layout_lines([run]))
+    ['A|tab Launcher']
+    """
+    found: frozenset[str] | None = None
+    for run in filter(None, runs):
+        counts = Counter(line for lines in run for line in lines)
+        common = frozenset(line for line, n in counts.items() if n >= FRAME_SHARE * len(run))
+        found = common if found is None else found & common
+    return frozenset(line for line in found or () if line.startswith(SHOWN_PREFIXES))
+
+
+def chrome_variants(chrome: frozenset[str]) -> list[str]:
+    """Templates of the frame showing another value: each chrome line with one of its
+    words a wildcard (another theme, another mode in a status bar).
+
+    >>> chrome_variants(frozenset({"X|theme: auto"}))
+    ['X|<*> : auto', 'X|theme : <*>']
+    """
+    variants = []
+    for line in sorted(chrome):
+        prefix, body = split_line(line)
+        variants += [render(prefix, body[:i] + (WILDCARD,) + body[i + 1:])
+                     for i, token in enumerate(body) if token.isalpha() and len(token) >= 3]
+    return variants

@@ -14,9 +14,10 @@ Only what was seen is held against a run: a file the run changed without a diff 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from trustlayer.observe.canonical import mask
 from trustlayer.observe.context import file_facts
@@ -142,6 +143,109 @@ def required_removals(runs: Sequence[Run]) -> dict[str, list[str]]:
         lines = sorted(line for line in set.intersection(*seen) if _distinctive(line))
         if lines:
             required[path] = lines
+    return required
+
+
+def taken_out(text: str | None) -> dict[str, list[str]]:
+    """``path -> lines`` that the diffs in `text` take out of files (only lines that say
+    something: :data:`MIN_LINE_CHARS` or more, with a word).
+
+    >>> taken_out("--- a/t.py\\n+++ b/t.py\\n@@ -1 +1 @@\\n-assert ns == {}\\n+x = 1\\n")
+    {'t.py': ['assert ns == {}']}
+    """
+    return {path: sorted(line for line in removed if _distinctive(line))
+            for path, (removed, _) in diff_changes(text).items()
+            if any(_distinctive(line) for line in removed)}
+
+
+def added_only(runs: Sequence[Run]) -> list[str]:
+    """Files that successful runs' diffs changed and never took a line out of (tests
+    beside the old ones, a changelog entry): a run taking lines out of one changes what
+    they all kept (a pinned test edited or deleted)."""
+    added: set[str] = set()
+    cut: set[str] = set()
+    for run in runs:
+        for event in run.events:
+            if event.kind == "state":
+                changes = diff_changes(event.observation.text)
+                added |= {path for path, (_, new) in changes.items() if new}
+                cut |= set(taken_out(event.observation.text))
+    return sorted(added - cut)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+def added_words(text: str | None) -> dict[str, Counter[str]]:
+    """``path -> how many more times each name stands in the file`` after the diffs in
+    `text` (names of three letters or more, on added lines less on removed ones: what
+    code says, whatever its layout).
+
+    >>> added_words("+++ b/m.py\\n-x = old(line)\\n+for line in text.splitlines():\\n")["m.py"]
+    Counter({'for': 1, 'text': 1, 'splitlines': 1, 'old': -1})
+    """
+    counts: dict[str, Counter[str]] = {}
+    for path, (old, new) in diff_changes(text).items():
+        count = counts[path] = Counter(w for line in new for w in _IDENTIFIER.findall(line))
+        count.subtract(w for line in old for w in _IDENTIFIER.findall(line))
+        for word in [w for w, n in count.items() if n == 0]:
+            del count[word]
+    return counts
+
+
+@dataclass
+class WordLedger:
+    """One run's names added to files by its diffs, fed state by state; a file changed
+    without a diff of it is *unseen* (not judged)."""
+
+    added: dict[str, Counter[str]] = field(default_factory=dict)
+    unseen: set[str] = field(default_factory=set)
+
+    def observe(self, text: str | None, changed: set[str]) -> None:
+        """Take a state's text and the files changed since the state before it."""
+        changes = added_words(text)
+        self.unseen |= changed - changes.keys()
+        for path, count in changes.items():
+            self.added.setdefault(path, Counter()).update(count)
+
+    def net(self, path: str) -> set[str] | None:
+        """The names the run's diffs left standing more often in `path` than before (None:
+        the run changed it without a diff, or not at all)."""
+        if path in self.unseen or path not in self.added:
+            return None
+        return {word for word, count in self.added[path].items() if count > 0}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"added": {p: dict(count) for p, count in self.added.items()},
+                "unseen": sorted(self.unseen)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WordLedger:
+        return cls({p: Counter(count) for p, count in data["added"].items()},
+                   set(data["unseen"]))
+
+
+def _word_ledger(run: Run) -> WordLedger:
+    ledger, files = WordLedger(), None
+    for event in run.events:
+        if event.kind == "state":
+            observed = event.observation.files
+            ledger.observe(event.observation.text, changed_files(files, observed))
+            files = files if observed is None else observed
+    return ledger
+
+
+def required_words(runs: Sequence[Run], paths: Iterable[str]) -> dict[str, list[str]]:
+    """``path -> words`` that every successful run showing all its changes of the file
+    (at least two runs, and at least half of them) added to it and did not take out: what
+    every implementation says (the option's name, the call doing the work), whatever its
+    shape. For `paths`, the files they all changed."""
+    ledgers = [_word_ledger(run) for run in runs]
+    required = {}
+    for path in sorted(paths):
+        seen = [words for ledger in ledgers if (words := ledger.net(path)) is not None]
+        if len(seen) >= max(2, (len(runs) + 1) // 2) and (common := set.intersection(*seen)):
+            required[path] = sorted(common)
     return required
 
 

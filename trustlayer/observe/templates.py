@@ -74,6 +74,21 @@ def word_tokens(line: str) -> frozenset[str]:
     return frozenset(t for t in words if len(t) >= 3 and t.isalpha())
 
 
+def says_something(line: str) -> bool:
+    """Whether a canonical line or template holds a letter or a digit beyond an
+    accessibility role: a bare ``-`` in an empty cell, a rule of dashes or an unnamed
+    ``table`` says nothing, and is there or not by the agent's own choices (a description
+    filled in, one row left by a search).
+
+    >>> says_something('A|- cell " - "'), says_something("A|- table"), says_something("X|42")
+    (False, False, True)
+    """
+    prefix, body = split_line(line)
+    if prefix == "A" and body[:1] == ("-",):
+        body = body[2:]
+    return any(token in (WILDCARD, REST) or any(c.isalnum() for c in token) for token in body)
+
+
 @lru_cache(maxsize=1 << 16)
 def shape_of(line: str) -> str:
     """A canonical line or template with its numbers as wildcards and a run of one mark

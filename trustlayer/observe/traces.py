@@ -20,6 +20,7 @@ from trustlayer.observe.images import (
     load_image,
     parse_screenshot_print,
 )
+from trustlayer.observe.network import Response, parse_network
 from trustlayer.settings import Settings
 
 FORMAT_VERSION = 1
@@ -40,6 +41,11 @@ class Action:
     target: str | None = None
     value: str | None = None
     args: dict[str, Any] | None = None
+
+    @property
+    def call(self) -> str:
+        """The name of the call across runs: its type and target (``tool:run_tests``)."""
+        return f"{self.type}:{self.target or ''}"
 
     def signature(self) -> str:
         """A short canonical form of the action, used to compare actions across runs:
@@ -64,6 +70,7 @@ class Observation:
     title: str | None = None
     files: dict[str, str] | None = None
     label: str | None = None
+    network: tuple[Response, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -199,7 +206,7 @@ def _parse_observation(obj: Any, base_dir: Path | None, settings: Settings, sour
         raise TraceError("observation.files must be an object {path: sha256}", source, line)
     printed = obj.get("screenshot_fingerprint")
     known = {"screenshot", "screenshot_fingerprint", "text", "a11y", "url", "title", "files",
-             "label"}
+             "label", "network"}
     return Observation(
         screenshot=load_image(screenshot, base_dir, settings, source, line) if screenshot else None,
         screenshot_print=None if printed is None else
@@ -207,6 +214,7 @@ def _parse_observation(obj: Any, base_dir: Path | None, settings: Settings, sour
         text=_optional_str(obj, "text", source, line), a11y=a11y,
         url=_optional_str(obj, "url", source, line), title=_optional_str(obj, "title", source, line),
         files=files, label=_optional_str(obj, "label", source, line),
+        network=parse_network(obj.get("network"), source, line),
         extra={k: v for k, v in obj.items() if k not in known})
 
 

@@ -7,15 +7,18 @@ screenshot say nothing of a new run's, which may be re-encoded, in another theme
   a learner bug, never the runs' fault.
 * **leave-one-out**: each training run judged by the model learned from the others, an
   estimate of how often a new successful run would be failed (the false-failure rate),
-  with the runs that would fail and why. A low figure asks for more varied successful
-  runs.
+  with the runs that would fail and why, and the milestones they would miss (*doubted*:
+  what a few runs shared may be their habit). A low figure asks for more varied
+  successful runs.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from trustlayer.judge.matcher import judge_run
+from trustlayer.judge.status import Status
 from trustlayer.learn.learner import learn
 from trustlayer.model import Model
 from trustlayer.observe.traces import Run
@@ -33,6 +36,8 @@ class CheckReport:
     own_failures: list[tuple[str, str]] = field(default_factory=list)
     loo_failures: list[tuple[str, str]] | None = None
     warnings: list[str] = field(default_factory=list)
+    #: milestones a run judged by the model of the others would miss, with how many would
+    doubted: dict[str, int] = field(default_factory=dict)
 
     @property
     def own_pass_rate(self) -> float:
@@ -60,6 +65,9 @@ class CheckReport:
             if self.loo_failures:
                 out.append("  add more varied successful runs (the routes, looks and habits "
                            "these runs alone show)")
+            out += [f"  doubted milestone: '{name}' (missed by {count} of {self.runs} runs "
+                    "judged by the others' model): may be a habit of these runs, not the task"
+                    for name, count in sorted(self.doubted.items(), key=lambda kv: -kv[1])]
         out += [f"warning: {warning}" for warning in self.warnings]
         return out
 
@@ -72,12 +80,15 @@ def without_image_bytes(model: Model) -> Model:
     return copy
 
 
+def failed(model: Model, runs: Sequence[Run]) -> list[Status]:
+    """The statuses of the runs that `model` fails, judged without image bytes."""
+    blind = without_image_bytes(model)
+    return [status for run in runs if (status := judge_run(blind, run)).verdict != "pass"]
+
+
 def failures(model: Model, runs: Sequence[Run]) -> list[tuple[str, str]]:
     """``(run_id, reason)`` of the runs that `model` fails, judged without image bytes."""
-    blind = without_image_bytes(model)
-    judged = ((run.run_id, judge_run(blind, run)) for run in runs)
-    return [(run_id, status.reason or "") for run_id, status in judged
-            if status.verdict != "pass"]
+    return [(status.run_id, status.reason or "") for status in failed(model, runs)]
 
 
 def check(model: Model, runs: Sequence[Run], loo: bool = True,
@@ -90,8 +101,10 @@ def check(model: Model, runs: Sequence[Run], loo: bool = True,
     if loo and len(successes) > 1:
         progress = progress or (lambda items: items)
         settings = Settings.from_json(model.settings.to_json())
-        report.loo_failures = [
-            failure for run in progress(successes)
-            for failure in failures(learn([r for r in successes if r is not run], settings),
-                                    [run])]
+        statuses = [status for run in progress(successes)
+                    for status in failed(learn([r for r in successes if r is not run],
+                                               settings), [run])]
+        report.loo_failures = [(status.run_id, status.reason or "") for status in statuses]
+        report.doubted = dict(Counter(status.missing[0] for status in statuses
+                                      if status.missing))
     return report

@@ -1,0 +1,123 @@
+"""Signs of failure are never outweighed by milestones: each learned from the real dev
+traces, each shown on a real run changed in the one way it names."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from devsets import SHARED
+
+from trustlayer.judge.matcher import Matcher, judge_run
+from trustlayer.learn.learner import learn
+from trustlayer.observe.traces import read_run, read_runs
+
+CLI_FLAG = SHARED / "coding-dev2" / "slugify-cli-flag"
+RENAME = SHARED / "django-dev" / "dj-rename-category"
+
+
+@pytest.fixture(scope="module")
+def cli_flag_model():
+    return learn(read_runs([CLI_FLAG / "train"]))
+
+
+def events_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def judged(model, events: list[dict], tmp_path: Path, shots: Path | None = None):
+    """The status of `events` written as a run (with the `shots` folder of their images)."""
+    if shots is not None and not (tmp_path / "shots").exists():
+        shutil.copytree(shots, tmp_path / "shots" / shots.name)
+    path = tmp_path / f"{events[0]['run_id']}.jsonl"
+    path.write_text("".join(json.dumps(event) + "\n" for event in events))
+    return judge_run(model, read_run(path))
+
+
+def renumbered(events: list[dict]) -> list[dict]:
+    return [dict(event, seq=number) for number, event in enumerate(events)]
+
+
+def test_the_signs_are_learned_from_what_successful_runs_did(cli_flag_model):
+    assert "tool:run_tests" in cli_flag_model.checks
+    assert cli_flag_model.check_files == ["slugify/__main__.py"]
+    assert any("failed" in shape for shape in cli_flag_model.overcome["tool:run_tests"])
+    assert "tests/test_release.py" in cli_flag_model.added_only
+    assert any("F|unchanged slugify/__main__.py" in lines
+               for lines in cli_flag_model.gone_lines.values())
+
+
+def test_a_training_run_passes_and_the_same_run_reporting_failure_fails(cli_flag_model, tmp_path):
+    events = events_of(CLI_FLAG / "train" / "slugify-cli-flag-train-01.jsonl")
+    assert judged(cli_flag_model, events, tmp_path).verdict == "pass"
+    events[-1]["self_report"] = "failure"
+    status = judged(cli_flag_model, events, tmp_path)
+    assert status.verdict == "fail" and "reported that it failed" in status.reason
+
+
+def test_a_last_test_report_with_failures_fails_whatever_milestones_say(cli_flag_model, tmp_path):
+    red = next(event for event in events_of(CLI_FLAG / "train" / "slugify-cli-flag-train-07.jsonl")
+               if event["kind"] == "state" and " failed" in event["observation"]["text"])
+    events = events_of(CLI_FLAG / "train" / "slugify-cli-flag-train-01.jsonl")
+    last_test = max(i for i, event in enumerate(events) if event["kind"] == "action"
+                    and event["action"]["target"] == "run_tests")
+    answer = events[last_test + 1]["observation"]
+    answer["text"] = red["observation"]["text"]
+    status = judged(cli_flag_model, events, tmp_path)
+    assert status.verdict == "fail", status.reason
+    assert "run_tests report still showed" in status.reason and "went on to fix" in status.reason
+
+
+def test_a_run_that_never_checks_its_edit_fails(cli_flag_model, tmp_path):
+    events = events_of(CLI_FLAG / "train" / "slugify-cli-flag-train-01.jsonl")
+    first_test = min(i for i, event in enumerate(events) if event["kind"] == "action"
+                     and event["action"]["target"] == "run_tests")
+    status = judged(cli_flag_model, renumbered(events[:first_test] + events[-1:]), tmp_path)
+    assert status.verdict == "fail" and "never checked its work" in status.reason
+    assert status.cause == "agent_error"
+
+
+def test_a_run_taking_lines_out_of_a_pinned_test_fails(cli_flag_model):
+    # the test run's agent edited the test every successful run only added to
+    status = judge_run(cli_flag_model, read_run(CLI_FLAG / "test" / "slugify-cli-flag-test-04.jsonl"))
+    assert status.verdict == "fail" and "out of tests/test_release.py" in status.reason
+
+
+def test_another_objects_page_with_the_same_pixels_is_not_the_end(tmp_path):
+    model = learn(read_runs([RENAME / "train"]))
+    # renamed another category: its page looks exactly like the right one's, its address not
+    other = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-20.jsonl"))
+    assert other.verdict == "fail" and other.cause == "agent_error"
+    # renamed another category and went back to the list: the old name is still listed
+    listed = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-05.jsonl"))
+    assert listed.verdict == "fail" and "every successful run's work made go" in listed.reason
+
+
+def test_signs_survive_a_snapshot(cli_flag_model):
+    run = read_run(CLI_FLAG / "test" / "slugify-cli-flag-test-04.jsonl")
+    matcher = Matcher(cli_flag_model)
+    for event in run.events[:-1]:
+        matcher.feed(event)
+    resumed = Matcher.restore(cli_flag_model, json.loads(json.dumps(matcher.snapshot())))
+    assert resumed.feed(run.events[-1]).verdict == "fail"
+
+
+def test_a_server_error_no_successful_run_received_is_the_products_fault():
+    model = learn(read_runs([RENAME / "train"]))
+    assert all(status < 400 for status in model.statuses)
+    # the save answered 500: Django's plain error page
+    status = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-09.jsonl"))
+    assert status.verdict == "fail" and status.cause == "product_bug"
+    assert status.reason.startswith("the server answered POST /admin/library/category/")
+
+
+def test_a_later_good_answer_to_the_same_request_makes_an_error_good(tmp_path):
+    model = learn(read_runs([RENAME / "train"]))
+    events = events_of(RENAME / "train" / "dj-rename-category-train-01.jsonl")
+    states = [event for event in events if event["kind"] == "state"]
+    request = {"method": "GET", "path": "/admin/jsi18n/", "type": "script"}
+    states[-2]["observation"]["network"] = [dict(request, status=503)]
+    states[-1]["observation"]["network"] = []
+    shots = RENAME / "train" / "shots" / "dj-rename-category-train-01"
+    assert "answered GET /admin/jsi18n/ with 503" in judged(model, events, tmp_path, shots).reason
+    states[-1]["observation"]["network"] = [dict(request, status=200)]
+    assert judged(model, events, tmp_path, shots).verdict == "pass"

@@ -1,0 +1,144 @@
+"""One run's signs of failure, watched step by step (see
+:mod:`trustlayer.learn.failure_signs` for what the model learned of them).
+
+A sign of failure is never outweighed by milestones reached: a run that shows one when it
+ends fails, however far it got. The signs:
+
+* its last state, where successful runs ended, still shows a line their work made go;
+* its last answer of a check still shows what successful runs went on to overcome;
+* it changed the files every successful run changed and never checked its work after;
+* it took lines out of a file successful runs only ever added to, or its edits never
+  added a name every successful run's edits added;
+* its page received an HTTP error no successful run received, never answered well since;
+* the agent itself reported failure (a report of success is no evidence of success).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple, Sequence
+
+from trustlayer.model import Model
+from trustlayer.observe.context import file_facts
+from trustlayer.observe.edits import WordLedger, changed_in_facts, taken_out
+from trustlayer.observe.steps import Step
+from trustlayer.observe.templates import shape_of
+from trustlayer.observe.traces import Response
+
+MAX_QUOTED = 60  # characters of a line quoted in a reason
+AGENT_ERROR, PRODUCT_BUG = "agent_error", "product_bug"
+HTTP_ERROR, SERVER_ERROR = 400, 500  # a 5xx is the server's own failure, a 4xx may be asked for
+
+
+class Sign(NamedTuple):
+    """A sign of failure: the reason, and the cause when the sign itself tells it (None:
+    the run's steps tell it, :func:`trustlayer.judge.cause.explain_failure`)."""
+
+    reason: str
+    cause: str | None = None
+
+
+def _quote(line: str) -> str:
+    text = line.partition("|")[2].strip()
+    return f"'{text[:MAX_QUOTED]}...'" if len(text) > MAX_QUOTED else f"'{text}'"
+
+
+@dataclass
+class FailureWatch:
+    """What one run showed of the signs of failure so far (River-style ``observe``)."""
+
+    still_shown: list[str] = field(default_factory=list)  # gone lines its latest state shows
+    unresolved: dict[str, list[str]] = field(default_factory=dict)  # check -> overcome
+    # shapes its last answer shows
+    changed: list[str] = field(default_factory=list)  # check files it changed
+    checked_since: bool = False  # whether a check answered after its last such change
+    taken_out: list[str] = field(default_factory=list)  # [path, line] of a file successful
+    # runs only added to
+    words: WordLedger = field(default_factory=WordLedger)  # what its diffs added
+    # whether the product said something no successful run saw (a tool's error) since the
+    # last check's answer, and since the last change of the files (with that change)
+    news_since_report: bool = False
+    news_since_change: bool = False
+    # "METHOD path" -> the error status no successful run received, not made good since
+    http_errors: dict[str, int] = field(default_factory=dict)
+    self_report: str | None = None
+
+    def observe(self, model: Model, step: Step, before: frozenset[str] | None,
+                text: str | None, ids: list[str], news: bool,
+                responses: Sequence[Response] = ()) -> None:
+        """Take the run's next step (`before`: the lines of the state before it; `text`:
+        the state's text, where a tool's diffs are read; `ids`: the model states it is;
+        `news`: whether it shows words no successful run showed; `responses`: the HTTP
+        responses its page received)."""
+        lines = step.fingerprint.content
+        self.news_since_report |= news
+        for response in responses:
+            request = f"{response.method} {response.path}"
+            if response.status >= HTTP_ERROR and response.status not in model.statuses:
+                self.http_errors[request] = response.status
+            else:  # answered again, and well
+                self.http_errors.pop(request, None)
+        self.news_since_change |= news
+        if model.added_only and not self.taken_out:
+            self.taken_out = next(([path, removed[0]] for path, removed in taken_out(text).items()
+                                   if path in model.added_only), [])
+        if model.gone_lines:
+            self.still_shown = sorted(lines.intersection(
+                *(model.gone_lines.get(sid, ()) for sid in ids[:1])) if ids else ())
+        calls = {action.call for action in step.actions}
+        if model.check_files:
+            moved = changed_in_facts(file_facts(before or frozenset()), step.fingerprint.lines)
+            if model.required_words:
+                self.words.observe(text, moved & model.required_words.keys())
+            changed = moved & set(model.check_files)
+            if changed:
+                self.changed = sorted(set(self.changed) | changed)
+                self.checked_since, self.news_since_change = False, news
+            elif calls & set(model.checks):
+                self.checked_since = True
+        for call in calls & model.overcome.keys():
+            shapes = {shape_of(line) for line in lines}
+            self.unresolved[call] = [shape for shape in model.overcome[call] if shape in shapes]
+            self.news_since_report = False  # (a report's own news: the agent's test names)
+
+    def sign(self, model: Model) -> Sign | None:
+        """The run's sign of failure, or None when it shows none. What the agent did to
+        the code, or left unfixed, is its error unless the product said something no
+        successful run saw after it (a write refused: the agent could not go on); what the
+        product showed (a line still there, a report of failure) is blamed by the run's
+        steps."""
+        if self.taken_out:
+            path, line = self.taken_out
+            return Sign(f"it took `{line[:MAX_QUOTED]}` out of {path}, where every successful "
+                        "run only added lines", AGENT_ERROR)
+        for call, shapes in sorted(self.unresolved.items()):
+            if shapes:
+                return Sign(f"its last {call.partition(':')[2] or call} report still showed "
+                            f"{_quote(shapes[0])}, which successful runs went on to fix",
+                            PRODUCT_BUG if self.news_since_report else AGENT_ERROR)
+        for path, words in sorted(model.required_words.items()):
+            added = self.words.net(path)
+            if added is not None and (lacking := [w for w in words if w not in added]):
+                return Sign(f"its edits of {path} never added `{lacking[0]}`, which every "
+                            "successful run's edits added", AGENT_ERROR)
+        for request, status in sorted(self.http_errors.items()):
+            return Sign(f"the server answered {request} with {status}, which no successful "
+                        "run received", PRODUCT_BUG if status >= SERVER_ERROR else None)
+        if self.changed and not self.checked_since and model.checks:
+            return Sign(f"it changed {self.changed[0]} and never checked its work afterwards; "
+                        f"every successful run then used {' or '.join(model.checks)}",
+                        PRODUCT_BUG if self.news_since_change else AGENT_ERROR)
+        if self.still_shown:
+            return Sign(f"the run ended still showing {_quote(self.still_shown[0])}, which "
+                        "every successful run's work made go")
+        if self.self_report == "failure":
+            return Sign("the agent reported that it failed")
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(asdict(self), words=self.words.to_json())
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> FailureWatch:
+        if not data:
+            return cls()
+        return cls(**dict(data, words=WordLedger.from_json(data["words"])))
