@@ -3,9 +3,10 @@
 An embedded Kafka (:class:`stream.broker.EmbeddedKafka`) starts, a model is learned per task
 from ``DIR/train``, a worker (``trustlayer worker``, in a subprocess) loads it, the runs of
 ``DIR/test`` are replayed as live runners would publish them, and the runs' statuses show
-in a live table (rich; beside each run what ``DIR/test/labels.json`` expects) until every run
-has its final verdict, followed by the next step (``trustlayer report``); without a terminal,
-a line per change. SIGTERM and SIGHUP stop the worker and the broker as Ctrl-C does.
+in a live table fitted to the terminal (:mod:`stream.screen`) until every run has its final
+verdict, followed by every reason in full and the next step (``trustlayer report``); without
+a terminal, a line per change. The worker runs in a temporary folder (Faust's data goes
+there), removed at the end. SIGTERM and SIGHUP stop the worker and the broker as Ctrl-C does.
 With ``--once`` each final verdict is
 printed once (``--format json``: the fields of ``trustlayer validate --format json`` plus
 ``status``, ``detected_at_seq`` and ``model_version``) and refinement and timer verdicts are
