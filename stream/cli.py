@@ -11,19 +11,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import importlib.util
 import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK
 
-from stream.console import follow, verdict_line
-from stream.topics import topic_names
-
 DEFAULT_BROKER = "127.0.0.1:9092"
+EXTRA_MODULES = ("faust", "aiokafka", "prometheus_client")  # what `[stream]` installs
 REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "jupyter"
 
 
@@ -52,6 +51,24 @@ def needs_broker(command: str) -> Callable:
     return wrap
 
 
+def missing_extra() -> list[str]:
+    """The modules of the ``[stream]`` extra that are not installed (one imported already
+    is: faust's lazy module has no ``__spec__`` for ``find_spec`` to read)."""
+    return [name for name in EXTRA_MODULES
+            if sys.modules.get(name, ...) is None
+            or (name not in sys.modules and importlib.util.find_spec(name) is None)]
+
+
+def needs_extra(command: str, missing: list[str]) -> Callable[[argparse.Namespace], int]:
+    """A command that only says how to install the streaming extra it needs."""
+    def run(_: argparse.Namespace) -> int:
+        print(f"trustlayer {command}: needs the streaming extra ({', '.join(missing)} not "
+              "installed): pip install '.[stream]' in the repository (or `bash .ci/setup`, "
+              "which also fetches Kafka)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return run
+
+
 # -- broker ---------------------------------------------------------------------------------
 def cmd_broker(args: argparse.Namespace) -> int:
     from stream.broker_command import main as broker_main
@@ -62,8 +79,8 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 # -- worker ---------------------------------------------------------------------------------
 def worker_config(args: argparse.Namespace):
-    from stream.config import WorkerConfig
-    from stream.config import WorkerSettings
+    from stream.config import WorkerConfig, WorkerSettings
+    from stream.topics import topic_names
 
     settings = WorkerSettings(
         images_dir=Path(args.images).resolve() if args.images else None,
@@ -104,7 +121,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 @needs_broker("replay")
 def cmd_replay(args: argparse.Namespace) -> int:
     from stream.replay import replay
-    from stream.topics import ensure_topics
+    from stream.topics import ensure_topics, topic_names
 
     names = topic_names(args.topics)
     ensure_topics(args.broker, names)
@@ -118,6 +135,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
 # -- verdicts -------------------------------------------------------------------------------
 @needs_broker("verdicts")
 def cmd_verdicts(args: argparse.Namespace) -> int:
+    from stream.console import follow, verdict_line
+    from stream.topics import topic_names
+
     names = topic_names(args.topics)
 
     async def run() -> None:
@@ -172,6 +192,8 @@ async def publish_model(bootstrap: str, topic: str, model) -> None:
 
 @needs_broker("models history")
 def cmd_models_history(args: argparse.Namespace) -> int:
+    from stream.topics import topic_names
+
     names = topic_names(args.topics)
     registry = asyncio.run(read_models(args.broker, names.models))
     if args.task not in registry.versions:
@@ -203,6 +225,8 @@ def cmd_models_history(args: argparse.Namespace) -> int:
 
 @needs_broker("models rollback")
 def cmd_models_rollback(args: argparse.Namespace) -> int:
+    from stream.topics import topic_names
+
     names = topic_names(args.topics)
     registry = asyncio.run(read_models(args.broker, names.models))
     try:
@@ -282,7 +306,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(or its topics unassigned) this long (default 30 s)")
     p.add_argument("--tick", type=float, default=1.0, metavar="S", help="timer period (1 s)")
     p.add_argument("--log-level", default="warning",
-                   choices=["debug", "info", "warning", "error"])
+                   choices=["debug", "info", "warning", "error"],
+                   help="what the worker logs to standard error (default warning)")
     p.set_defaults(func=cmd_worker)
 
     p = subparsers.add_parser("replay", help="publish recorded runs as runners would")
@@ -306,19 +331,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _kafka_options(p)
     p.add_argument("--new", action="store_true", help="only verdicts from now on")
     p.add_argument("--final", action="store_true", help="only final verdicts")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--format", choices=["text", "json"], default="text",
+                   help="text (default): a line per verdict; json: the verdict records")
     p.set_defaults(func=cmd_verdicts)
 
     p = subparsers.add_parser("models", help="model versions on the models topic")
     sub = p.add_subparsers(dest="models_command", required=True)
     q = sub.add_parser("history", help="every version of a task's model and what changed")
-    q.add_argument("task")
+    q.add_argument("task", help="the task whose model it is (the traces' task field)")
     _kafka_options(q)
-    q.add_argument("--format", choices=["text", "json"], default="text")
+    q.add_argument("--format", choices=["text", "json"], default="text",
+                   help="text (default): a few lines per version; json: one record each")
     q.set_defaults(func=cmd_models_history)
     q = sub.add_parser("rollback", help="publish an old version again as the newest")
-    q.add_argument("task")
-    q.add_argument("version", type=int)
+    q.add_argument("task", help="the task whose model it is (the traces' task field)")
+    q.add_argument("version", type=int, help="the version to publish again (see history)")
     _kafka_options(q)
     q.set_defaults(func=cmd_models_rollback)
 
@@ -329,7 +356,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--once", action="store_true",
                    help="print each run's final verdict once and exit (refinement and timer "
                    "verdicts off: comparable with `trustlayer validate`)")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--format", choices=["text", "json"], default="text",
+                   help="with --once: a line per run (text, default) or the verdict records")
     p.add_argument("--speed", type=float, help="replay speed (default 1; 0 with --once)")
     p.add_argument("--broker", help="use this Kafka instead of starting an embedded one")
     p.add_argument("--timeout", type=float, default=180.0,
@@ -337,3 +365,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics-port", type=int, default=0,
                    help="the demo worker's /metrics port (default 0: off)")
     p.set_defaults(func=cmd_demo)
+    missing = missing_extra()
+    if missing:  # the commands stay listed, and say what to install
+        for name in ("broker", "worker", "replay", "verdicts", "models", "demo"):
+            parser = subparsers.choices[name]
+            nested = [action.choices for action in parser._actions
+                      if isinstance(action, argparse._SubParsersAction)]
+            for command, each in [(name, parser)] + [(f"{name} {inner}", q) for choices in nested
+                                                     for inner, q in choices.items()]:
+                each.set_defaults(func=needs_extra(command, missing))

@@ -3,9 +3,10 @@
 An embedded Kafka (:class:`stream.broker.EmbeddedKafka`) starts, a model is learned per task
 from ``DIR/train``, a worker (``trustlayer worker``, in a subprocess) loads it, the runs of
 ``DIR/test`` are replayed as live runners would publish them, and the runs' statuses show
-in a live table (rich; beside each run what ``DIR/test/labels.json`` expects) until every run
-has its final verdict, followed by the next step (``trustlayer report``); without a terminal,
-a line per change. SIGTERM and SIGHUP stop the worker and the broker as Ctrl-C does.
+in a live table fitted to the terminal (:mod:`stream.screen`) until every run has its final
+verdict, followed by every reason in full and the next step (``trustlayer report``); without
+a terminal, a line per change. The worker runs in a temporary folder (Faust's data goes
+there), removed at the end. SIGTERM and SIGHUP stop the worker and the broker as Ctrl-C does.
 With ``--once`` each final verdict is
 printed once (``--format json``: the fields of ``trustlayer validate --format json`` plus
 ``status``, ``detected_at_seq`` and ``model_version``) and refinement and timer verdicts are
@@ -25,21 +26,22 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK
-from trustlayer.judge.status import VALIDATE_FIELDS
-from trustlayer.learn.learner import learn
-from trustlayer.settings import Settings
-from trustlayer.observe.traces import load_labels
-from trustlayer.errors import TraceError
+from rich.console import Console
+from rich.text import Text
 
-from stream.processes import die_with_parent, stop_process, stopped_as_by_ctrl_c
 from stream.console import follow, verdict_line
-from stream.topics import topic_names
+from stream.processes import die_with_parent, stop_process, stopped_as_by_ctrl_c
 from stream.registry import training_set
 from stream.replay import publish, read_events, schedule
-from stream.topics import ensure_topics
+from stream.screen import Screen
+from stream.topics import ensure_topics, topic_names
+from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK, TraceError
+from trustlayer.judge.status import VALIDATE_FIELDS
+from trustlayer.learn.learner import learn
+from trustlayer.observe.traces import load_labels
+from trustlayer.settings import Settings
 
 READY = "trustlayer worker ready"
 
@@ -68,18 +70,21 @@ def learn_models(train: Path, out: Path) -> list[str]:
 
 
 class WorkerProcess:
-    """``trustlayer worker`` in a subprocess; :meth:`wait_ready` reads its stdout."""
+    """``trustlayer worker`` in a subprocess, run in `cwd` if given (Faust's data folder goes
+    there: give absolute paths then); :meth:`wait_ready` reads its stdout."""
 
-    def __init__(self, argv: list[str], log_path: Path):
-        self.log = open(log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "trustlayer.cli", "worker", *argv],
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1,
-                                     preexec_fn=die_with_parent)  # no orphan if we are killed
+    def __init__(self, argv: list[str], log_path: Path, cwd: Path | None = None):
+        self.log = open(log_path, "ab")  # noqa: SIM115 (open while it runs)
+        self.proc = subprocess.Popen(  # no orphan if we are killed:
+            [sys.executable, "-m", "trustlayer.cli", "worker", *argv], cwd=cwd,
+            stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1,
+            preexec_fn=die_with_parent)  # noqa: PLW1509
         self.ready = threading.Event()
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
+        assert self.proc.stdout is not None  # Popen(stdout=PIPE)
         for line in self.proc.stdout:
             self.lines.append(line.rstrip())
             if READY in line:
@@ -95,103 +100,6 @@ class WorkerProcess:
     def stop(self, timeout: float = 15.0) -> None:
         stop_process(self.proc, timeout)
         self.log.close()
-
-
-STATUS_STYLE = {"running": ("running…", "dim"), "at_risk": ("at risk", "yellow"),
-                "passed": ("PASSED ✓", "bold green"), "failed": ("FAILED ✗", "bold red")}
-LEGEND = ("VERDICT: running → at risk (a screen came before the milestone that should precede "
-          "it; the run may recover) → PASSED or FAILED (final: it never changes).  MILESTONES: "
-          "share of the learned essential milestones reached, in order.  AT EVENT: the event "
-          "(seq) at which the verdict was decided.  EXPECTED: the human label in labels.json.")
-
-
-def expected_label(label: dict[str, Any] | None) -> tuple[str, str | None]:
-    """What labels.json says of a run, as the screen shows it, and the verdict it implies.
-
-    >>> expected_label({"outcome": "failure", "cause": "product_bug"})
-    ('fail · product bug', 'failed')
-    >>> expected_label(None)
-    ('—', None)
-    """
-    if not label:
-        return "—", None
-    if label.get("outcome") == "success":
-        return "pass", "passed"
-    cause = (label.get("cause") or "").replace("_", " ")
-    return "fail" + (f" · {cause}" if cause else ""), "failed"
-
-
-class Screen:
-    """The demo's live screen: one table row per run (its expected and current verdict,
-    milestones reached, the event that decided, the model version and the full reason),
-    a legend, and notes. Rendered afresh at every refresh of a :class:`rich.live.Live`,
-    so its clock runs; without a terminal, one line per change instead."""
-
-    def __init__(self, run_ids: list[str], labels: dict[str, dict], title: str,
-                 echo: Callable[[str], None] | None = None):
-        self.runs: dict[str, dict | None] = {rid: None for rid in run_ids}
-        self.labels, self.title, self.echo = labels, title, echo
-        self.started = time.monotonic()
-        self.notes: list[str] = []
-
-    def update(self, record: dict) -> None:
-        self.runs[record["run_id"]] = record
-        if self.echo:
-            self.echo(f"{self.elapsed():6.1f}s  {verdict_line(record)}")
-
-    def note(self, text: str) -> None:
-        """A line under the table (a new model version)."""
-        self.notes = (self.notes + [text])[-5:]
-        if self.echo:
-            self.echo(text)
-
-    def done(self) -> bool:
-        return all(r is not None and r.get("final") for r in self.runs.values())
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
-
-    def agreement(self) -> tuple[int, int]:
-        """How many final verdicts agree with their label, of those with a label."""
-        pairs = [(expected_label(self.labels.get(rid))[1], rec["status"])
-                 for rid, rec in self.runs.items() if rec is not None and rec.get("final")]
-        labelled = [(want, got) for want, got in pairs if want is not None]
-        return sum(want == got for want, got in labelled), len(labelled)
-
-    def _row(self, run_id: str, record: dict | None) -> list:
-        from rich.text import Text
-
-        expected, want = expected_label(self.labels.get(run_id))
-        if record is None:
-            return [run_id, expected, Text("waiting", "dim"), "", "", "", "", ""]
-        final = bool(record.get("final"))
-        shown, style = STATUS_STYLE.get(record["status"], (record["status"], ""))
-        verdict = Text(shown if final or record["status"] != "failed" else "failing", style)
-        agrees = "" if not final or want is None else \
-            Text("✓", "green") if want == record["status"] else Text("✗ differs", "bold red")
-        seq = record.get("detected_at_seq")
-        cause = (record.get("cause") or "").replace("_", " ")
-        reason = Text.assemble((f"{cause}: " if cause else "", "bold"), record.get("reason") or "")
-        return [run_id, expected, verdict, agrees, f"{record['coverage']:.0%}",
-                "" if seq is None else f"#{seq}", f"v{record['model_version']}", reason]
-
-    def __rich__(self):
-        from rich.console import Group
-        from rich.table import Table
-        from rich.text import Text
-
-        done = sum(1 for r in self.runs.values() if r is not None and r.get("final"))
-        table = Table(title=f"{self.title} · {done}/{len(self.runs)} runs decided · "
-                      f"{self.elapsed():.1f} s", title_justify="left", expand=True)
-        for name, options in (("RUN", {"no_wrap": True}), ("EXPECTED", {"no_wrap": True}),
-                              ("VERDICT", {"no_wrap": True}), ("AS LABELLED", {"no_wrap": True}),
-                              ("MILESTONES", {"justify": "right"}),
-                              ("AT EVENT", {"justify": "right"}), ("MODEL", {}),
-                              ("REASON", {"ratio": 1})):
-            table.add_column(name, **options)
-        for run_id, record in self.runs.items():
-            table.add_row(*self._row(run_id, record))
-        return Group(table, Text(LEGEND, "dim"), *(Text(note) for note in self.notes))
 
 
 async def _watch(bootstrap: str, topics, plan, run_ids: list[str], args: argparse.Namespace,
@@ -264,6 +172,11 @@ def _replay_and_show(bootstrap: str, topics, plan, run_ids: list[str], test: Pat
                                                                 soft_wrap=True))
     with Live(screen, console=console, refresh_per_second=4) if live else contextlib.nullcontext():
         left = asyncio.run(_watch(bootstrap, topics, plan, run_ids, args, timeout, screen))
+    if live:  # the table cut each reason to its line: here they are whole
+        console.print(Text("\nReasons in full:", "bold"))
+        for line in screen.reasons():
+            console.print(line, soft_wrap=False)
+        console.print()
     return left, screen
 
 
@@ -273,16 +186,14 @@ def next_step(screen: Screen, train: Path, test: Path) -> str:
     lines = [f"{agree} of {labelled} labelled runs judged as labelled."] if labelled else []
     return "\n".join(lines + ["Next, see why each run passed or failed, frame by frame:",
                               f"  trustlayer learn {train} -o model.json",
-                              f"  trustlayer report model.json {test} -o report.html "
-                              f"--train {train}"])
+                              (f"  trustlayer report model.json {test} -o report.html "
+                               f"--train {train}")])
 
 
 def run_demo(args: argparse.Namespace, console: Any = None) -> int:
     """``trustlayer demo``: learn, start Kafka (unless ``--broker``) and a worker, replay
     ``DIR/test`` and show the verdicts on `console` (a :class:`rich.console.Console`, by
     default standard output). SIGTERM and SIGHUP stop the worker and the broker too."""
-    from rich.console import Console
-
     with stopped_as_by_ctrl_c():
         return _run_demo(args, console or Console(highlight=False))
 
@@ -329,8 +240,9 @@ def _run_demo(args: argparse.Namespace, console: Any) -> int:
         worker_args = ["--broker", bootstrap, "--models", str(models), "--topics", prefix,
                        "--app-id", f"trustlayer-demo-{uuid.uuid4().hex[:8]}",
                        "--metrics-port", str(args.metrics_port), "--session-timeout", "6"]
-        worker_args += ["--no-refine", "--no-deadlines"] if args.once else ["--train", str(train)]
-        worker = WorkerProcess(worker_args, work / "worker.log")
+        worker_args += ["--no-refine", "--no-deadlines"] if args.once \
+            else ["--train", str(train.resolve())]
+        worker = WorkerProcess(worker_args, work / "worker.log", cwd=work)  # its data in work
         if not worker.wait_ready(90):
             keep = True
             print(f"trustlayer demo: the worker did not start:\n"

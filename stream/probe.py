@@ -5,6 +5,8 @@ from __future__ import annotations
 import socket
 import struct
 
+COMPOSE_BROKER = "127.0.0.1:9094"  # docker-compose.yml's Kafka, from the host
+
 
 def broker_ready(host: str, port: int, timeout: float = 1.0) -> bool:
     """True once the broker answers a Metadata request listing at least one broker."""
@@ -36,8 +38,9 @@ def broker_problem(bootstrap: str, command: str) -> str | None:
             return None
     port = bootstrap.rpartition(":")[2]
     start = f"trustlayer broker --port {port}" if port.isdigit() else "trustlayer broker"
-    return (f"{command}: no Kafka broker answers at {bootstrap}: start one with `{start}` "
-            "(or `docker compose up`), or pass --broker HOST:PORT")
+    return (f"{command}: no Kafka broker answers at {bootstrap}: start one with `{start}`, "
+            f"or pass --broker HOST:PORT (`docker compose up` publishes its Kafka at "
+            f"--broker {COMPOSE_BROKER})")
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:

@@ -1,20 +1,25 @@
 """The `trustlayer` command line: learn models from successful runs, judge runs, report.
 
 Exit codes: 0 all runs pass, 1 some run fails, 2 bad input or usage (with the file and line).
-Other packages add commands through the ``trustlayer.commands`` entry-point group: each
-entry is a function ``register(subparsers)`` (the streaming service uses it).
+Results go to standard output, progress and diagnostics to standard error. Other packages
+add commands through the ``trustlayer.commands`` entry-point group: each entry is a
+function ``register(subparsers)`` (the streaming service uses it). The judging stack is
+imported by the command that needs it, so ``--version`` and ``--help`` answer at once.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
 import logging
 import sys
-from importlib.metadata import entry_points, version
-from typing import Any, Sequence
+import time
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, entry_points, version
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from trustlayer.compare.llm import judge_for
 from trustlayer.errors import (
     EXIT_BAD_INPUT,
     EXIT_CODES,
@@ -24,21 +29,35 @@ from trustlayer.errors import (
     TraceError,
     UsageError,
 )
-from trustlayer.inputs import labels_near, load_model, progress, read_traces, task_runs
-from trustlayer.judge.matcher import judge_run
-from trustlayer.judge.status import VALIDATE_FIELDS
-from trustlayer.learn.learner import LearnError, learn
-from trustlayer.model import Model
-from trustlayer.observe.traces import Run, load_labels
-from trustlayer.score.scores import score
-from trustlayer.score.selfcheck import CheckReport, check
-from trustlayer.settings import Settings
 
+if TYPE_CHECKING:
+    from trustlayer.model import Model
+    from trustlayer.observe.traces import Run
+    from trustlayer.score.selfcheck import CheckReport
+
+DISTRIBUTION = "trustlayer-judge"  # the name on the package index; `trustlayer` is taken
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 #: with this many successful runs or fewer, ``learn`` reports leave-one-out by itself
 FEW_RUNS = 5
+# how each command that reads a model is called: its error when the arguments are swapped
+MODEL_USAGE = {"check": "MODEL.json RUN...", "validate": "MODEL.json RUN...",
+               "eval": "MODEL.json DIR", "show": "MODEL.json",
+               "report": "MODEL.json [RUN...] -o report.html"}
 
+
+def _model(args: argparse.Namespace) -> Model:
+    """The model file of `args`, with the usage of the command that was run on a mix-up."""
+    from trustlayer.inputs import load_model
+    return load_model(args.model, f"trustlayer {args.command} {MODEL_USAGE[args.command]}")
 
 def cmd_learn(args: argparse.Namespace) -> int:
+    from trustlayer.inputs import labels_near, progress, read_traces
+    from trustlayer.learn.learner import learn
+    from trustlayer.settings import Settings
+
+    folder = Path(args.output).parent
+    if not folder.is_dir():  # said before learning, not after
+        raise UsageError(f"-o {args.output}: no folder {folder} to write it in")
     runs = read_traces(args.paths, "reading", args.quiet)
     labels = labels_near(args.paths)
     settings = Settings()
@@ -52,21 +71,26 @@ def cmd_learn(args: argparse.Namespace) -> int:
     model.save(args.output)
     print(f"learned '{model.task}' from {len(model.training_runs)} successful runs: "
           f"{len(model.states)} states, {len(model.essential)} essential, "
-          f"{len(model.negative)} negative -> {args.output}", file=sys.stderr)
+          f"{len(model.negative)} negative -> {args.output}")
     # few runs cannot tell a shared habit from the task: say which milestones are in doubt
     _print_check(model, runs, args.loo or len(model.training_runs) <= FEW_RUNS, args.quiet)
     return EXIT_OK
 
 
 def _print_check(model: Model, runs: Sequence[Run], loo: bool, quiet: bool) -> CheckReport:
+    from trustlayer.inputs import progress
+    from trustlayer.score.selfcheck import check
+
     report = check(model, runs, loo,
                    progress=lambda items: progress(list(items), "leave-one-out", quiet))
-    print("\n".join(report.lines()), file=sys.stderr)
+    print("\n".join(report.lines()))
     return report
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    model = load_model(args.model)
+    from trustlayer.inputs import task_runs
+
+    model = _model(args)
     report = _print_check(model, task_runs(model, args.paths, args.quiet), not args.no_loo,
                           args.quiet)
     return EXIT_FAIL if report.own_failures or report.loo_failures else EXIT_OK
@@ -74,26 +98,41 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def judge_paths(model: Model, paths: Sequence[str], quiet: bool) -> list[dict[str, Any]]:
     """Verdict records for every run under `paths`."""
+    from trustlayer.compare.llm import judge_for
+    from trustlayer.inputs import progress, task_runs
+    from trustlayer.judge.matcher import judge_run
+    from trustlayer.judge.status import VALIDATE_FIELDS
+
     llm = judge_for(model.settings.llm)
     runs = task_runs(model, paths, quiet)
     return [judge_run(model, run, llm).to_json(VALIDATE_FIELDS)
             for run in progress(runs, "validating", quiet)]
 
 
-def _text_line(record: dict[str, Any]) -> str:
-    if record["verdict"] == "pass":
-        return f"PASS {record['run_id']}  coverage {record['coverage']:.0%}"
-    return (f"FAIL {record['run_id']}  coverage {record['coverage']:.0%}  cause "
-            f"{record['cause']}\n     {record['reason']}")
+def _plain_line(record: dict[str, Any]) -> str:
+    """A verdict as a line of a text file (no colour)."""
+    from trustlayer.show.terminal import Painter, verdict_text
+    return verdict_text(record, Painter(False))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Judge the runs once; write the verdicts in every form asked for (standard output or
-    ``-o``, ``--junit``, ``--markdown``, ``--report``, ``--github-output``)."""
+    ``-o``, ``--junit``, ``--markdown``, ``--report``, ``--github-output``); close with
+    pytest's summary line (on standard error when standard output holds a format)."""
+    from trustlayer.inputs import task_runs
     from trustlayer.show import ci as outputs
-    model = load_model(args.model)
+    from trustlayer.show.terminal import (
+        Painter,
+        summary_line,
+        verdict_text,
+        wants_colour,
+    )
+
+    started = time.perf_counter()
+    model = _model(args)
     if args.report:  # the report's analysis holds the verdicts: one judgement, not two
         from trustlayer.judge.explain import analyse_runs
+        from trustlayer.judge.status import VALIDATE_FIELDS
         from trustlayer.show.html import write_report
         views = analyse_runs(model, task_runs(model, args.paths, args.quiet))
         records = [view.status.to_json(VALIDATE_FIELDS) for view in views]
@@ -101,17 +140,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
         write_report(model, views, args.report, references)
     else:
         records = judge_paths(model, args.paths, args.quiet)
-    if args.format in ("junit", "markdown") or args.output:
-        outputs.write(records, model.task, args.format, args.output, _text_line)
+    plain = args.format == "text" and not args.output
+    summary_to = sys.stdout if plain else sys.stderr
+    paint = Painter(wants_colour(summary_to))
+    if not plain:
+        outputs.write(records, model.task, args.format, args.output, _plain_line)
     else:
         for record in records:
-            print(json.dumps(record) if args.format == "json" else _text_line(record))
+            print(verdict_text(record, paint))
     for fmt, path in (("junit", args.junit), ("markdown", args.markdown)):
         if path:
-            outputs.write(records, model.task, fmt, path, _text_line)
+            outputs.write(records, model.task, fmt, path, _plain_line)
     if args.github_output:
         with open(args.github_output, "a", encoding="utf-8") as out:
             out.writelines(f"{name}={count}\n" for name, count in outputs.counts(records).items())
+    if plain or not args.quiet:
+        print(summary_line(records, time.perf_counter() - started, paint), file=summary_to)
     return EXIT_FAIL if outputs.failed(records, args.fail_on) else EXIT_OK
 
 
@@ -119,7 +163,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.baselines or args.markdown or args.directory is None:
         from trustlayer.score.evaluation import cmd_eval as compare_judges
         return compare_judges(args)
-    model = load_model(args.model)
+    from trustlayer.observe.traces import load_labels
+    from trustlayer.score.scores import score
+
+    model = _model(args)
     labels = load_labels(args.directory)
     summary = score(judge_paths(model, [args.directory], args.quiet), labels).summary()
     if args.json:
@@ -139,7 +186,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    model = load_model(args.model)
+    model = _model(args)
     if args.png:
         from trustlayer.show.png import save_png
         save_png(model, args.png)
@@ -163,14 +210,30 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``trustlayer report MODEL.json [RUN...] -o report.html``."""
+    from trustlayer.inputs import task_runs
     from trustlayer.judge.explain import analyse_runs
     from trustlayer.show.html import write_report
-    model = load_model(args.model)
+
+    model = _model(args)
     runs = task_runs(model, args.runs, args.quiet) if args.runs else []
     references = task_runs(model, [args.train], args.quiet) if args.train else []
-    write_report(model, analyse_runs(model, runs), args.output, references)
-    print(f"report of {len(runs)} runs -> {args.output}", file=sys.stderr)
+    views = analyse_runs(model, runs)
+    write_report(model, views, args.output, references)
+    if not runs:
+        print(f"report of the model only (no runs given: add RUN... to judge runs) -> "
+              f"{args.output}")
+        return EXIT_OK
+    failed = sum(view.status.verdict != "pass" for view in views)
+    print(f"report of {len(runs)} runs ({failed} failed, {len(runs) - failed} passed) -> "
+          f"{args.output}")
     return EXIT_OK
+
+
+def _version() -> str:
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -178,13 +241,17 @@ def build_parser() -> argparse.ArgumentParser:
                                      epilog=EXIT_CODES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
-    parser.add_argument("--version", action="version",
-                        version=f"%(prog)s {version('trustlayer')}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                        help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("learn", help="learn a model from successful runs")
-    p.add_argument("paths", nargs="+", help=".jsonl files or directories of them")
-    p.add_argument("-o", "--output", required=True, help="model file to write")
-    p.add_argument("--llm-base-url", help="enable the LLM tier with this OpenAI-compatible URL")
+    p.add_argument("paths", nargs="+", metavar="RUN", help="successful runs: .jsonl files or "
+                   "folders of them (failed runs labelled in labels.json add negative "
+                   "milestones)")
+    p.add_argument("-o", "--output", required=True, metavar="MODEL.json",
+                   help="model file to write")
+    p.add_argument("--llm-base-url", metavar="URL",
+                   help="enable the LLM tier with this OpenAI-compatible URL")
     p.add_argument("--loo", action="store_true", help="also judge each training run by the "
                    "model learned from the others (leave-one-out: one learning per run; "
                    f"always with {FEW_RUNS} runs or fewer)")
@@ -194,18 +261,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_learn)
     p = sub.add_parser("check", help="judge a model's training runs against it (must all "
                        "pass) and each against the model learned from the others")
-    p.add_argument("model")
-    p.add_argument("paths", nargs="+", help="the model's training runs (.jsonl files or "
-                   "directories of them)")
+    p.add_argument("model", metavar="MODEL.json", help="the model file")
+    p.add_argument("paths", nargs="+", metavar="RUN", help="the model's training runs "
+                   "(.jsonl files or folders of them)")
     p.add_argument("--no-loo", action="store_true", help="skip leave-one-out")
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("validate", help="judge runs against a model")
-    p.add_argument("model")
-    p.add_argument("paths", nargs="+")
+    p.add_argument("model", metavar="MODEL.json", help="the model file (from `learn`)")
+    p.add_argument("paths", nargs="+", metavar="RUN", help="runs to judge: .jsonl files or "
+                   "folders of them")
     p.add_argument("--format", choices=["text", "json", "junit", "markdown"], default="text",
-                   help="junit: one test case per run; markdown: a summary table for "
-                   "$GITHUB_STEP_SUMMARY")
-    p.add_argument("-o", "--output", help="write the verdicts to this file")
+                   help="text (default): a line per run; json: a JSON object per line; junit: "
+                   "one test case per run; markdown: a summary table for $GITHUB_STEP_SUMMARY")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the verdicts to this file")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     p.add_argument("--markdown", metavar="FILE", help="also write the Markdown summary to FILE")
     p.add_argument("--report", metavar="FILE", help="also write the HTML report to FILE (the "
@@ -218,10 +286,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 on any failed run (default), or only on product bugs")
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("eval", help="score verdicts against DIR/labels.json")
-    p.add_argument("model", help="model file; or, alone, a folder of tasks (each with train/ "
-                   "and test/) to learn and judge one by one")
-    p.add_argument("directory", nargs="?")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("model", metavar="MODEL.json", help="model file; or, alone, a folder of "
+                   "tasks (each with train/ and test/) to learn and judge one by one")
+    p.add_argument("directory", nargs="?", metavar="DIR",
+                   help="labelled runs: .jsonl files and their labels.json")
+    p.add_argument("--json", action="store_true", help="print the scores as JSON")
     p.add_argument("--baselines", action="store_true",
                    help="score self-report, record-and-replay, visual regression, trajectory "
                    "superset and final-state check beside trustlayer")
@@ -230,20 +299,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
     p.set_defaults(func=cmd_eval)
     p = sub.add_parser("show", help="print a model's milestones")
-    p.add_argument("model")
+    p.add_argument("model", metavar="MODEL.json", help="the model file")
     p.add_argument("--png", metavar="FILE", help="also draw the model's graph as a PNG")
     p.set_defaults(func=cmd_show)
     p = sub.add_parser("report", help="write a self-contained HTML report of a model and runs")
-    p.add_argument("model")
-    p.add_argument("runs", nargs="*", help=".jsonl files or directories of them")
-    p.add_argument("-o", "--output", required=True, help="HTML file to write")
+    p.add_argument("model", metavar="MODEL.json", help="the model file")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="runs to judge and show: .jsonl "
+                   "files or folders of them (none: the model only)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")
     p.add_argument("--train", metavar="DIR", help="the model's training runs: the expected "
                    "states are shown as they really looked, not as stored thumbnails")
     p.set_defaults(func=cmd_report)
-    for entry in entry_points(group="trustlayer.commands"):
+    # once each: a source tree installed under the old name too lists every entry twice
+    for entry in {e.value: e for e in entry_points(group="trustlayer.commands")}.values():
         try:
             register = entry.load()
-        except ImportError as exc:  # e.g. installed without the [stream] extra
+        except ImportError as exc:  # a plug-in whose own dependencies are missing
             logging.getLogger(__name__).debug("commands of %s unavailable: %s", entry.name, exc)
             continue
         register(sub)
@@ -262,20 +333,59 @@ def _allow_quiet_after(command: argparse.ArgumentParser) -> None:
                              help="no progress bars")
 
 
+def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The subcommands of `parser`, by name."""
+    return next(action.choices for action in parser._actions
+                if isinstance(action, argparse._SubParsersAction))
+
+
+def unknown_command(argv: Sequence[str], known: Sequence[str]) -> str | None:
+    """The error for a mistyped command, with the commands it may have meant (as git says
+    it), or None when the first word of `argv` that is no option is a command.
+
+    >>> unknown_command(["-q", "valdate", "m.json"], ["learn", "validate"])
+    "'valdate' is not a trustlayer command; did you mean 'validate'?"
+    """
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    if word is None or word in known:
+        return None
+    close = difflib.get_close_matches(word, known, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else \
+        f"the commands are {', '.join(sorted(known))}"
+    return f"{word!r} is not a trustlayer command; {hint}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; Ctrl-C at any moment ends it with exit code 130 and no traceback."""
+    try:
+        return _run(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:
+        print(file=sys.stderr)  # the line ^C was typed on ends
+        return INTERRUPTED
+
+
+def _run(argv: list[str]) -> int:
     logging.basicConfig(level=logging.WARNING, format="trustlayer: %(message)s")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    mistyped = unknown_command(argv, list(commands(parser)))
+    if mistyped:
+        parser.error(mistyped)
+    args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (TraceError, ModelError, LearnError, UsageError) as exc:
-        print(f"trustlayer: error: {exc}", file=sys.stderr)
+    except (TraceError, ModelError, UsageError) as exc:
+        print(f"trustlayer {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:  # a path that cannot be read or written
-        print(f"trustlayer: error: {exc.filename or ''}: {exc.strerror or exc}",
+        print(f"trustlayer {args.command}: error: {exc.filename or ''}: {exc.strerror or exc}",
               file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        return 130
+    except ValueError as exc:  # LearnError, imported with the learner only
+        from trustlayer.learn.learner import LearnError
+        if not isinstance(exc, LearnError):
+            raise
+        print(f"trustlayer {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

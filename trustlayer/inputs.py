@@ -4,8 +4,9 @@ that says what to give instead."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from tqdm import tqdm
 
@@ -38,13 +39,14 @@ def labels_near(paths: Sequence[str]) -> dict[str, Any]:
     return labels
 
 
-def load_model(path: str) -> Model:
-    """:meth:`Model.load`, with a hint when a trace or a folder of traces came first."""
+def load_model(path: str, usage: str = "trustlayer validate MODEL.json RUN...") -> Model:
+    """:meth:`Model.load`, with the `usage` of the command that was run when a trace or a
+    folder of traces came first."""
     given = Path(path)
     if given.is_dir() or given.suffix == ".jsonl":
         what = "a folder" if given.is_dir() else "a trace file"
         raise UsageError(f"{path}: is {what}, not a model file; the model comes first: "
-                         "trustlayer validate MODEL.json RUN...")
+                         f"{usage}")
     try:
         return Model.load(path)
     except ModelError:

@@ -105,6 +105,7 @@ def test_cli_learn_validate_eval_show(tmp_path, capsys):
     examples = EXAMPLES / "jupyter"
     model_path = tmp_path / "model.json"
     assert main(["-q", "learn", str(examples / "train"), "-o", str(model_path)]) == 0
+    assert "self-check: 8/8" in capsys.readouterr().out
     assert main(["-q", "validate", str(model_path), str(examples / "test"), "--format", "json"]) == 1
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {"run_id", "task", "verdict", "coverage", "reason", "cause", "missing", "warnings",

@@ -69,10 +69,10 @@ def test_cli_learn_prints_the_self_check_and_check_exits_on_failures(tmp_path, c
     model = tmp_path / "m.json"
     train = SHARED / "coding-dev2" / "slugify-cli-flag" / "train"
     assert main(["-q", "learn", str(train), "-o", str(model)]) == 0
-    err = capsys.readouterr().err
-    assert "self-check: 8/8 training runs pass their own model" in err
+    out = capsys.readouterr().out  # results on standard output: `> out.txt` keeps them
+    assert "self-check: 8/8 training runs pass their own model" in out
     assert main(["-q", "check", str(model), str(train)]) == 0
-    assert "leave-one-out: 8/8" in capsys.readouterr().err
+    assert "leave-one-out: 8/8" in capsys.readouterr().out
     assert main(["-q", "check", str(model), str(SCREEN_SETS[0])]) == 2  # another task's runs
     assert "model is for 'slugify-cli-flag'" in capsys.readouterr().err
 
@@ -85,7 +85,7 @@ def test_learn_from_few_runs_reports_leave_one_out_and_the_milestones_it_doubts(
         shutil.copy(train / f"{name}.jsonl", few)
         shutil.copytree(train / "shots" / name, few / "shots" / name)
     assert main(["-q", "learn", str(few), "-o", str(tmp_path / "m.json")]) == 0
-    said = capsys.readouterr().err
+    said = capsys.readouterr().out
     assert "leave-one-out: " in said and "/2 training runs pass" in said
     runs = read_runs([few])
     report = check(Model.load(tmp_path / "m.json"), runs)

@@ -116,7 +116,8 @@ def test_report_shows_each_run_and_the_divergence(report):
     assert runs == {"jl-save-textfile-test-05": ({"run", "pass"}, False),  # folded
                     "jl-save-textfile-test-01": ({"run", "fail"}, True),
                     "jl-save-textfile-test-02": ({"run", "fail"}, True)}
-    assert text.count("Divergence") == 2 and text.count("the run showed instead") == 2
+    assert text.count("Divergence") == 2
+    assert text.count("the run showed instead") == 4  # each beside expected, and full size
     assert "expected: 'untitled.txt - JupyterLab: Saving completed'" in text
     assert "failed in phase 'Saving completed' after 'hello world'" in text
     assert "product_bug" in text and "agent_error" in text
@@ -174,6 +175,11 @@ def test_show_png_draws_the_graph(model_file, tmp_path, capsys):
     assert image.std() > 20
     assert np.all(np.abs(image - (9, 105, 218)) < 30, axis=-1).sum() > 500  # essential
     assert np.all(np.abs(image - (207, 34, 46)) < 30, axis=-1).sum() > 200  # negative
+    from trustlayer.model import Model
+    from trustlayer.show.html import graph_svg
+    svg = str(graph_svg(Model.load(model_file)))  # the report's drawing, not a second one
+    width, height = re.search(r'<svg[^>]* width="(\d+)" height="(\d+)"', svg).groups()
+    assert image.shape[:2] == (int(height), int(width))
 
 
 def test_text_only_report(tmp_path):
@@ -247,8 +253,56 @@ def test_the_deciding_words_are_marked_as_a_diff(model_file, tmp_path):
     hello_word = EXAMPLES_TEST / "jl-save-textfile-test-14.jsonl"  # typed 'hello word'
     assert main(["-q", "report", str(model_file), str(hello_word), "-o", str(out)]) == 0
     html_text = out.read_text(encoding="utf-8")
-    assert re.search(r"hello <del>world </del></div><div><span class=\"label\">showed</span> "
-                     r"hello <ins>word </ins>", html_text)
+    assert re.search(r"hello <del>world</del></div><div><span class=\"label\">showed</span> "
+                     r"hello <ins>word</ins>", html_text)
+    diff = html_text[html_text.index('<div class="diff">'):]
+    diff = re.sub(r"<[^>]+>", "", diff[: diff.index('<div class="compare">')])
+    assert "Ln 1, Col 12" in diff and " , " not in diff, "text, not tokens"
+
+
+def test_failures_come_first_under_a_summary_and_the_model_is_folded(report):
+    html_text = report.read_text(encoding="utf-8")
+    summary = html_text[html_text.index('<div class="summary'):]
+    summary = " ".join(re.sub(r"<[^>]+>", " ", summary[: summary.index("</div>")]).split())
+    assert summary == "2 failed 1 passed 1 agent error 1 product bug"
+    order = [html_text.index(mark) for mark in
+             ('<div class="summary', '<table class="runs">', '<details class="run fail"',
+              '<details class="run pass"', '<section id="model">')]
+    assert order == sorted(order)
+    table = html_text[html_text.index('<table class="runs">'):]
+    verdicts = re.findall(r'<tr class="(pass|fail)">', table[: table.index("</table>")])
+    assert verdicts == ["fail", "fail", "pass"]
+    model = html_text[html_text.index('<section id="model">'):]
+    assert model.startswith('<section id="model"><details class="model">')  # folded
+    assert '<div class="scroll graph-fit"><svg' in model and "viewBox=" in model
+    assert ".graph-fit svg { width: 100%" in html_text
+
+
+def test_screens_open_at_full_resolution_beside_their_pixel_difference(model_file, tmp_path):
+    import base64
+    import io
+
+    from trustlayer.observe.traces import read_run as read
+    out = tmp_path / "full.html"
+    assert main(["-q", "report", str(model_file), str(PRODUCT_BUG), "-o", str(out),
+                 "--train", str(JUPYTER / "train")]) == 0
+    html_text = out.read_text(encoding="utf-8")
+    boxes = re.findall(r'<div class="lightbox" id="([^"]+)">.*?<img alt="([^"]*)" '
+                       r'src="data:image/(\w+);base64,([^"]+)">', html_text)
+    captions = [caption for _, caption, _, _ in boxes]
+    assert captions[0].startswith("expected: ") and captions[1].startswith("the run showed")
+    assert re.fullmatch(r"difference: \d+\.\d% of the pixels differ \(red\)", captions[2])
+    for anchor, *_ in boxes:
+        assert f'<a class="open" href="#{anchor}"' in html_text
+    shown = Image.open(io.BytesIO(base64.b64decode(boxes[1][3])))
+    divergence = [e for e in read(PRODUCT_BUG).events if e.observation and
+                  e.observation.screenshot][-1].observation.screenshot.gray()
+    assert shown.size[0] >= 1000 and shown.size[0] / shown.size[1] == pytest.approx(
+        divergence.size[0] / divergence.size[1], rel=0.02), "the screen at its own size"
+    diff = np.asarray(Image.open(io.BytesIO(base64.b64decode(boxes[2][3]))).convert("RGB"))
+    red = np.all(diff == (255, 0, 0), axis=-1)
+    assert diff.shape[:2] == shown.size[::-1] and 0 < red.mean() < 1
+    assert ".lightbox:target { display: block;" in html_text
 
 
 def test_everything_from_the_runs_is_escaped(tmp_path):

@@ -9,10 +9,12 @@ import subprocess
 import sys
 import time
 
+import pytest
 from rich.console import Console
 from streamkit import EXAMPLES
 
-from stream.demo import Screen, expected_label, next_step
+from stream.demo import next_step
+from stream.screen import Screen, expected_label
 
 LONG_REASON = ("'untitled.txt - JupyterLab: Saving completed' never reached after 'Cancel': "
                "the product showed a state never seen in successful runs (Error Permission "
@@ -26,7 +28,9 @@ def test_expected_labels_read_as_the_screen_shows_them():
     assert expected_label(None) == ("—", None)
 
 
-def test_the_screen_shows_expected_verdicts_full_reasons_legend_and_next_step(tmp_path):
+def judged_screen() -> Screen:
+    """Four runs: a pass, a product bug with a long reason, a pass judged a failure, and
+    one still open."""
     labels = {"r-pass": {"outcome": "success", "cause": None},
               "r-fail": {"outcome": "failure", "cause": "product_bug"},
               "r-wrong": {"outcome": "success", "cause": None}}
@@ -40,19 +44,66 @@ def test_the_screen_shows_expected_verdicts_full_reasons_legend_and_next_step(tm
                    "cause": "agent_error", "reason": "stopped early"})
     screen.update({**base, "run_id": "r-open", "status": "at_risk", "final": False,
                    "coverage": 0.25, "detected_at_seq": None, "reason": None})
-    console = Console(file=io.StringIO(), width=140, record=True)
+    return screen
+
+
+def rendered(screen: Screen, width: int) -> list[str]:
+    console = Console(file=io.StringIO(), width=width, record=True)
     console.print(screen)
-    text = " ".join(console.export_text().split())
-    for shown in ("EXPECTED", "AS LABELLED", "fail · product bug", "PASSED ✓", "FAILED ✗",
-                  "✗ differs", "at risk", "#9", "3/4 runs decided", "MILESTONES: share"):
+    return console.export_text().splitlines()
+
+
+def table_rows(lines: list[str], screen: Screen) -> dict[str, list[str]]:
+    """The rendered lines that hold each run's id (one each when the row did not wrap)."""
+    return {run_id: [line for line in lines if run_id + " " in line] for run_id in screen.runs}
+
+
+def test_the_screen_shows_expected_verdicts_legend_and_next_step():
+    screen = judged_screen()
+    text = " ".join(" ".join(rendered(screen, 120)).split())
+    for shown in ("EXPECTED", "fail · product bug ✓", "PASSED ✓", "FAILED ✗",
+                  "pass ✗", "at risk", "#9", "3/4 decided", "COVERAGE: share", "███░░░ 50%"):
         assert shown in text, shown
-    words = LONG_REASON.split()
-    assert all(word in text for word in words[-6:]), "the reason was cut"
     assert screen.agreement() == (2, 3)
     hint = next_step(screen, EXAMPLES / "train", EXAMPLES / "test")
     assert hint.startswith("2 of 3 labelled runs judged as labelled.")
     assert f"trustlayer report model.json {EXAMPLES / 'test'} -o report.html --train " \
         f"{EXAMPLES / 'train'}" in hint
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_the_table_fits_the_terminal_one_line_per_run(width):
+    screen = judged_screen()
+    lines = rendered(screen, width)
+    assert max(len(line.rstrip()) for line in lines) <= width
+    for run_id, holding in table_rows(lines, screen).items():
+        assert len(holding) == 1, (run_id, holding)
+    header = next(line for line in lines if "RUN" in line and "VERDICT" in line)
+    for column in ("RUN", "VERDICT", "COVERAGE", "REASON"):
+        assert column in header, (width, column)
+    fail_row = table_rows(lines, screen)["r-fail"][0]
+    assert "product bug: " in fail_row and "…" in fail_row, "the long reason is cut to its line"
+    assert len(screen.reasons()) == 4
+
+
+def test_wider_terminals_add_columns_and_120_shows_them_all():
+    headers = {width: next(line for line in rendered(judged_screen(), width)
+                           if "RUN" in line and "VERDICT" in line) for width in (80, 100, 120)}
+    every = ("RUN", "EXPECTED", "VERDICT", "COVERAGE", "AT EVENT", "MODEL", "REASON")
+    assert [column for column in every if column in headers[120]] == list(every)
+    assert "EXPECTED" in headers[100] and "MODEL" not in headers[100]
+    assert "EXPECTED" not in headers[80]
+    assert len(headers[80].split()) < len(headers[100].split()) < len(headers[120].split())
+
+
+def test_the_reasons_after_the_table_are_whole():
+    screen = judged_screen()
+    console = Console(file=io.StringIO(), width=80, record=True)
+    for line in screen.reasons():
+        console.print(line)
+    text = " ".join(console.export_text().split())
+    assert "r-fail FAILED ✗ ███░░░ 50% product bug: " + LONG_REASON in text
+    assert "r-open at risk" in text
 
 
 def test_the_clock_runs_between_updates():
@@ -65,10 +116,11 @@ def test_the_clock_runs_between_updates():
     assert first.export_text().splitlines()[0] != second.export_text().splitlines()[0]
 
 
-def test_sigterm_stops_the_demo_and_its_worker(kafka):
+def test_sigterm_stops_the_demo_and_its_worker_leaving_nothing_behind(kafka, tmp_path):
     demo = subprocess.Popen([sys.executable, "-m", "trustlayer.cli", "demo", str(EXAMPLES),
                              "--broker", kafka.bootstrap, "--speed", "0.05", "--timeout", "300"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=tmp_path)
     worker_pid, seen = None, []
     deadline = time.monotonic() + 150
     while worker_pid is None and time.monotonic() < deadline:
@@ -89,6 +141,7 @@ def test_sigterm_stops_the_demo_and_its_worker(kafka):
             time.monotonic() < deadline:
         time.sleep(0.2)
     assert not alive, f"the demo's worker (pid {worker_pid}) or its children outlived it: {alive}"
+    assert list(tmp_path.iterdir()) == [], "the demo left files in its working directory"
 
 
 def descendants(pid: int) -> set[int]:

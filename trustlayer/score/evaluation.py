@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from trustlayer.compare.llm import judge_for
 from trustlayer.errors import EXIT_OK, UsageError
@@ -227,7 +228,7 @@ def cmd_eval(args: Any) -> int:
                 print(f"evaluating {folder} ...", file=sys.stderr)
             results.append(evaluate_task(folder, args.baselines))
     else:
-        model = load_model(args.model)
+        model = load_model(args.model, "trustlayer eval MODEL.json DIR")
         references: list[Run] = []
         if args.baselines:
             train = Path(args.reference) if args.reference else Path(args.directory).parent / "train"

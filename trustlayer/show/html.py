@@ -19,12 +19,11 @@ markup) holds, with every image embedded as a ``data:`` URI and no script at all
 """
 from __future__ import annotations
 
-import base64
-import difflib
 import io
-import re
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import jinja2
 from markupsafe import Markup
@@ -54,19 +53,11 @@ from trustlayer.show.marks import (
     state_kind,
     wrap,
 )
+from trustlayer.show.pixels import data_uri, full_resolution, pixel_diff, png_bytes
+from trustlayer.show.textdiff import as_text, evidence_diff
 
 FRAME_WIDTH = 180
-TOKEN = re.compile(r"<\*\*?>|\w+|[^\w\s]+")  # a word, a run of punctuation, a wildcard
-
-
-def data_uri(data: bytes, mime: str) -> str:
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-
-
-def _png(image: Image.Image) -> bytes:
-    out = io.BytesIO()
-    image.save(out, format="PNG", optimize=True)
-    return out.getvalue()
+COMPARE_WIDTH = 340  # expected, shown and their difference side by side
 
 
 def frame_image(event: Event, width: int = FRAME_WIDTH) -> str | None:
@@ -75,10 +66,10 @@ def frame_image(event: Event, width: int = FRAME_WIDTH) -> str | None:
     if shot is None:
         return None
     with Image.open(io.BytesIO(shot.data)) as image:
-        image = image.convert("RGB")
-        image.thumbnail((width, width * 4))
-        out = io.BytesIO()
-        image.save(out, format="JPEG", quality=72)
+        rgb = image.convert("RGB")
+    rgb.thumbnail((width, width * 4))
+    out = io.BytesIO()
+    rgb.save(out, format="JPEG", quality=72)
     return data_uri(out.getvalue(), "image/jpeg")
 
 
@@ -119,7 +110,7 @@ def _node(model: Model, sid: str, x: int, y: int, converge: dict[str, int]) -> d
             "tip": f"{state.name} ({sid}, {state_kind(model, sid)}; seen {len(state.members)} "
                    "times" + (f", cause {state.negative_cause}" if state.negative_cause else "")
                    + ")",
-            "image": data_uri(_png(image), "image/png") if image is not None else None,
+            "image": data_uri(png_bytes(image), "image/png") if image is not None else None,
             "snippet": [line[:24] for line in readable_lines(state.profile.salient_templates, 6)],
             "name_lines": wrap(state.name, 21, 3), "converge": converge.get(sid)}
 
@@ -127,7 +118,7 @@ def _node(model: Model, sid: str, x: int, y: int, converge: dict[str, int]) -> d
 def _edges(model: Model, placed: Layout) -> list[dict[str, Any]]:
     total = max(len(model.training_runs), 1)
     runs = {(e["source"], e["target"]): e for e in model.edges}
-    mid, edges = NODE_H // 2, []
+    mid, edges = NODE_H // 2, list[dict[str, Any]]()
     for source, target in placed.forward:
         (sx, sy), (tx, ty) = placed.position[source], placed.position[target]
         x1, y1, x2, y2 = sx + NODE_W, sy + mid, tx - 2, ty + mid
@@ -175,49 +166,8 @@ def _evidence_rows(decision: Decision) -> list[tuple[str, str]]:
     rows = []
     for key, value in decision.evidence.items():
         if isinstance(value, list):
-            value = "; ".join(readable_lines(value, 8)) if value else "—"
+            value = "; ".join(map(as_text, readable_lines(value, 8))) if value else "—"
         rows.append((str(key), str(value)))
-    return rows
-
-
-def word_diff(expected: str, shown: str) -> list[tuple[str, list[tuple[str, str]]]]:
-    """Two lines as rows of (kind, text) parts, compared word by word (punctuation apart,
-    as templates hold it): words only the expected line has are ``del``, words only the
-    shown line has ``ins``.
-
-    >>> word_diff("hello world", "hello word")
-    [('expected', [('same', 'hello '), ('del', 'world ')]), ('showed', [('same', 'hello '), ('ins', 'word ')])]
-    """
-    old, new = TOKEN.findall(expected), TOKEN.findall(shown)
-    rows: tuple[list, list] = ([], [])
-    for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        kinds = ("same", "same") if op == "equal" else ("del", "ins")
-        for row, kind, words in ((0, kinds[0], old[a0:a1]), (1, kinds[1], new[b0:b1])):
-            if words:
-                rows[row].append((kind, "".join(word + " " for word in words)))
-    return [("expected", rows[0]), ("showed", rows[1])]
-
-
-def evidence_diff(decision: Decision, novel: Sequence[str]) -> list[dict[str, Any]]:
-    """The deciding evidence of a structural decision as a diff a person reads at once:
-    each expected line the run lacks beside the closest line it showed instead (word by
-    word), then the other lines it showed with words no successful run showed marked."""
-    missing = readable_lines(decision.evidence.get("missing", []), 8)
-    shown = readable_lines(decision.evidence.get("unexplained", []), 8)
-    rows: list[dict[str, Any]] = []
-    for line in missing:
-        close = difflib.get_close_matches(line, shown, n=1, cutoff=0.5)
-        if close:
-            shown.remove(close[0])
-            rows += [{"label": label, "parts": parts}
-                     for label, parts in word_diff(line, close[0])]
-        else:
-            rows.append({"label": "expected, missing", "parts": [("del", line)]})
-    words = {word.lower() for word in novel}
-    for line in shown:
-        parts = [("novel" if word.lower() in words else "same", word + " ")
-                 for word in TOKEN.findall(line)]
-        rows.append({"label": "showed instead", "parts": parts})
     return rows
 
 
@@ -230,32 +180,68 @@ def _frame_body(event: Event, step: Step | None, width: int = FRAME_WIDTH) -> di
     return _image_body(image) if image else {"image": None, "text": frame_text(event, step)}
 
 
-def _exemplar(model: Model, sid: str, references: dict[tuple[str, int], Event],
+def _screenshot(event: Event | None) -> bytes | None:
+    shot = event.observation.screenshot if event is not None and event.observation else None
+    return shot.data if shot is not None else None
+
+
+def _reference(model: Model, sid: str, references: dict[tuple[str, int], Event],
+               like: Event | None = None) -> tuple[Event, str] | None:
+    """A frame of a successful run in state `sid` from the reference runs, and its name:
+    one whose screen has the size of `like`'s when there is one (a pixel diff then
+    compares like with like)."""
+    found = [(event, f"{run_id} #{seq}") for run_id, seq in model.states[sid].members
+             if (event := references.get((run_id, seq))) is not None and event.observation]
+    size = _size(like)
+    return next((pair for pair in found if size and _size(pair[0]) == size),
+                found[0] if found else None)
+
+
+def _size(event: Event | None) -> tuple[int, int] | None:
+    shot = event.observation.screenshot if event is not None and event.observation else None
+    return shot.gray().size if shot is not None else None
+
+
+def _exemplar(model: Model, sid: str, reference: tuple[Event, str] | None,
               shape: tuple[int, int] | None) -> dict[str, Any]:
-    """What a successful run showed in state `sid`: a real frame of a member when a
-    reference run holds one (full resolution, scaled), else the stored thumbnail, else
-    the state's salient lines."""
+    """What a successful run showed in state `sid`: the `reference` frame when there is
+    one (scaled, and at full resolution on click), else the stored thumbnail, else the
+    state's salient lines."""
     state = model.states[sid]
-    for run_id, seq in state.members:
-        event = references.get((run_id, seq))
-        if event is not None and event.observation is not None:
-            return dict(_frame_body(event, None, 340), note=f"{run_id} #{seq}")
+    if reference is not None:
+        event, name = reference
+        return dict(_frame_body(event, None, COMPARE_WIDTH), note=name,
+                    full=_full(_screenshot(event)))
     image = exemplar_image(state, model.settings.thumbnail_size, shape)
     if image is not None:
-        return dict(_image_body(data_uri(_png(image), "image/png"), thumbnail=True),
+        return dict(_image_body(data_uri(png_bytes(image), "image/png"), thumbnail=True),
                     note=f"{model.settings.thumbnail_size}×{model.settings.thumbnail_size} "
                          "thumbnail kept in the model; give the training runs (--train) for "
-                         "the real screen")
+                         "the real screen and the pixel difference")
     return {"image": None, "text": readable_lines(state.profile.salient_templates, 12),
             "note": None}
 
 
+def _full(data: bytes | None) -> str | None:
+    return full_resolution(data) if data is not None else None
+
+
 def _shape(event: Event) -> tuple[int, int] | None:
-    shot = event.observation.screenshot if event.observation else None
-    if shot is None:
+    size = _size(event)
+    if size is None:
         return None
-    width, height = shot.gray().size
-    return 340, max(1, round(340 * height / width))
+    width, height = size
+    return COMPARE_WIDTH, max(1, round(COMPARE_WIDTH * height / width))
+
+
+def _difference(expected: bytes, shown: bytes) -> dict[str, Any]:
+    """The pixel difference of two screens as a figure: scaled, and whole on click."""
+    image, share = pixel_diff(expected, shown)
+    scaled = image.copy()
+    scaled.thumbnail((COMPARE_WIDTH, COMPARE_WIDTH * 4))
+    return {"image": data_uri(png_bytes(scaled), "image/png"), "thumbnail": False,
+            "full": data_uri(png_bytes(image), "image/png"), "note": None,
+            "caption": f"difference: {share:.1%} of the pixels differ (red)"}
 
 
 def _frame_view(model: Model, frame: Frame) -> dict[str, Any]:
@@ -285,18 +271,27 @@ def _divergence_view(model: Model, view: RunView,
     if view.divergence is None:
         return None
     frame = view.frames[view.divergence]
-    shape = _shape(frame.event)
+    shape, shown = _shape(frame.event), _screenshot(frame.event)
     figures, decision, diff = [], None, []
+    expected = _reference(model, view.missing, references, frame.event) if view.missing \
+        else None
     if view.missing:
-        figures.append(dict(_exemplar(model, view.missing, references, shape),
+        figures.append(dict(_exemplar(model, view.missing, expected, shape),
                             caption=f"expected: '{model.name(view.missing)}' (as successful "
                                     "runs showed it)"))
     if frame.negative:
-        figures.append(dict(_exemplar(model, frame.negative, references, shape),
+        figures.append(dict(_exemplar(model, frame.negative,
+                                      _reference(model, frame.negative, references), shape),
                             caption=f"negative milestone '{model.name(frame.negative)}' (seen "
                                     "in failed runs)"))
-    figures.append(dict(_frame_body(frame.event, frame.step, 340), note=None,
-                        caption=f"the run showed instead (#{frame.seq})"))
+    figures.append(dict(_frame_body(frame.event, frame.step, COMPARE_WIDTH), note=None,
+                        full=_full(shown), caption=f"the run showed instead (#{frame.seq})"))
+    expected_shot = _screenshot(expected[0]) if expected else None
+    if expected_shot is not None and shown is not None:
+        figures.append(_difference(expected_shot, shown))
+    for number, figure in enumerate(figures):
+        figure.setdefault("full", None)  # a thumbnail or text: nothing more to open
+        figure["anchor"] = f"{view.run.run_id}-screen-{number}"
     if view.missing and frame.step is not None:
         judged = judge(model, frame.step.fingerprint, view.missing)
         decision = {"verdict": judged.verdict, "tier": judged.tier,
@@ -312,7 +307,7 @@ def _doubt_views(model: Model, view: RunView) -> list[dict[str, Any]]:
         image = exemplar_image(state, model.settings.thumbnail_size, (150, 94))
         doubts.append({"seq": frame.seq, "frame": _frame_body(frame.event, frame.step, 150),
                        "state": state.name, "verdict": decision.verdict, "tier": decision.tier,
-                       "exemplar": data_uri(_png(image), "image/png") if image else None,
+                       "exemplar": data_uri(png_bytes(image), "image/png") if image else None,
                        "evidence": _evidence_rows(decision), "why": why})
     return doubts
 
@@ -341,10 +336,13 @@ def render_report(model: Model, views: Sequence[RunView] = (),
     (the training runs) give the expected states' real screens."""
     found = phases(model)
     frames = {(run.run_id, event.seq): event for run in references for event in run.events}
-    runs = [_run_view(model, view, found, frames) for view in views]
+    runs = sorted((_run_view(model, view, found, frames) for view in views),
+                  key=lambda run: run["verdict"] == "pass")  # the failed runs first
+    causes = Counter((run["cause"] or "unknown").replace("_", " ") for run in runs
+                     if run["verdict"] != "pass")
     return TEMPLATES.get_template("page.html.j2").render(
         model=model, graph=graph_svg(model), phases=_phase_rows(model, found), runs=runs,
-        passed=sum(run["verdict"] == "pass" for run in runs),
+        passed=sum(run["verdict"] == "pass" for run in runs), causes=sorted(causes.items()),
         milestones=[(model.name(s), s in model.soft) for s in model.essential])
 
 

@@ -1,0 +1,70 @@
+"""Verdicts in a terminal, as pytest prints its results: a line per run, coloured only on a
+terminal that wants colour, and one closing summary line with the counts and the time."""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any, TextIO
+
+STYLES = {"green": "32", "red": "31", "yellow": "33", "bold": "1", "dim": "2"}
+
+
+def wants_colour(stream: TextIO) -> bool:
+    """Colour on a terminal, never when ``NO_COLOR`` is set (no-color.org) or ``TERM`` is
+    ``dumb``; ``FORCE_COLOR`` asks for it anyway."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return os.environ.get("TERM") != "dumb" and hasattr(stream, "isatty") and stream.isatty()
+
+
+class Painter:
+    """Wraps text in ANSI colours, or leaves it as it is when colour is off."""
+
+    def __init__(self, colour: bool):
+        self.colour = colour
+
+    def __call__(self, text: str, *styles: str) -> str:
+        """`text` in `styles` (names of :data:`STYLES`).
+
+        >>> Painter(True)("FAIL", "bold", "red")
+        '\\x1b[1;31mFAIL\\x1b[0m'
+        >>> Painter(False)("FAIL", "red")
+        'FAIL'
+        """
+        if not self.colour or not styles:
+            return text
+        return f"\x1b[{';'.join(STYLES[s] for s in styles)}m{text}\x1b[0m"
+
+
+def verdict_text(record: dict[str, Any], paint: Painter) -> str:
+    """One run's verdict: a line for a pass, and the reason under a failure."""
+    coverage = f"coverage {record['coverage']:.0%}"
+    if record["verdict"] == "pass":
+        return f"{paint('PASS', 'green')} {record['run_id']}  {coverage}"
+    return (f"{paint('FAIL', 'bold', 'red')} {record['run_id']}  {coverage}  cause "
+            f"{record['cause']}\n     {record['reason']}")
+
+
+def summary_line(records: list[dict[str, Any]], seconds: float, paint: Painter,
+                 width: int = 80) -> str:
+    """The closing line: counts of failed and passed runs, failures by cause, the time.
+
+    >>> summary_line([{"verdict": "fail", "cause": "product_bug"}, {"verdict": "pass"}],
+    ...              1.25, Painter(False), 60)
+    '======= 1 failed (1 product bug), 1 passed in 1.25s ========'
+    """
+    failed = [r for r in records if r["verdict"] != "pass"]
+    causes = Counter((r.get("cause") or "unknown cause").replace("_", " ") for r in failed)
+    parts = []
+    if failed:
+        by_cause = ", ".join(f"{n} {cause}{'s' if n > 1 else ''}"
+                             for cause, n in sorted(causes.items()))
+        parts.append(f"{len(failed)} failed ({by_cause})")
+    if len(records) > len(failed) or not records:
+        parts.append(f"{len(records) - len(failed)} passed")
+    text = f" {', '.join(parts)} in {seconds:.2f}s "
+    side = max(3, (width - len(text)) // 2)
+    line = "=" * side + text + "=" * max(3, width - side - len(text))
+    return paint(line, "bold", "red" if failed else "green")
