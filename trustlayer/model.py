@@ -22,7 +22,8 @@ from trustlayer.settings import Settings
 
 # 2: wildcards are the tokens <*> and <**> (1 used * and **); 3: nearest_milestone (was idom);
 # 4: end_evidence, required_removals, files_change_alone; 5: the signs of failure (gone_lines,
-# checks, check_files, overcome, added_only, required_words, statuses, end_texts)
+# checks, check_files, overcome, added_only, required_words, statuses, end_texts,
+# some_checks)
 MODEL_FORMAT = 5
 
 
@@ -115,7 +116,8 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
     ``overcome`` (per tool, the shapes of lines successful runs fixed), ``added_only``
     (files their diffs never took a line out of), ``required_words`` (names their diffs
     all added to ``check_files``), ``statuses`` (the HTTP statuses their pages got) and
-    ``end_texts`` (text they all typed and showed verbatim at their end).
+    ``end_texts`` (text they all typed and showed verbatim at their end); ``some_checks``
+    (tools only some of them used after that change: a warning, not a failure).
     ``soft`` holds the essential states a run may skip: interruptions and incidental ones.
     """
 
@@ -150,6 +152,7 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
     required_words: dict[str, list[str]] = field(default_factory=dict)
     statuses: list[int] = field(default_factory=list)
     end_texts: list[str] = field(default_factory=list)
+    some_checks: list[str] = field(default_factory=list)
 
     @property
     def optional(self) -> list[str]:
@@ -185,7 +188,7 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
                 "checks": self.checks, "check_files": self.check_files,
                 "overcome": self.overcome, "added_only": self.added_only,
                 "required_words": self.required_words, "statuses": self.statuses,
-                "end_texts": self.end_texts}
+                "end_texts": self.end_texts, "some_checks": self.some_checks}
 
     @classmethod
     def from_json(cls, data: dict) -> "Model":
@@ -213,7 +216,8 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
                        data.get("gone_lines", {}), data.get("checks", []),
                        data.get("check_files", []), data.get("overcome", {}),
                        data.get("added_only", []), data.get("required_words", {}),
-                       data.get("statuses", []), data.get("end_texts", []))
+                       data.get("statuses", []), data.get("end_texts", []),
+                       data.get("some_checks", []))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from devsets import SHARED
+from tracegen import tool_run
 
 from trustlayer.judge.matcher import Matcher, judge_run
 from trustlayer.learn.learner import learn
@@ -129,3 +130,19 @@ def test_an_end_showing_the_typed_text_otherwise_fails():
     # "Crime &Mystery" saved: the same words, not the text every successful run typed
     status = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-17.jsonl"))
     assert status.verdict == "fail" and "without showing 'Crime & Mystery'" in status.reason
+
+
+def test_where_successful_runs_disagree_on_checking_a_run_that_does_not_passes_with_a_warning():
+    start, fixed = {"lib.py": "11"}, {"lib.py": "f1"}
+    task = ("", "", "Task: fix lib.py", start)
+    edit = ("edit_file", "lib.py", "Edited lib.py", fixed)
+    tested = ("run_tests", "pytest", "3 passed", fixed)
+    model = learn([tool_run("train-0", [task, edit, tested]),
+                   tool_run("train-1", [task, edit, tested]),
+                   tool_run("train-2", [task, edit])])
+    assert model.checks == [] and model.some_checks == ["tool:run_tests"]
+    unchecked = judge_run(model, tool_run("unchecked", [task, edit]))
+    assert unchecked.verdict == "pass"
+    assert any("did not check its work afterwards" in w for w in unchecked.warnings)
+    checked = judge_run(model, tool_run("checked", [task, edit, tested]))
+    assert checked.verdict == "pass" and not checked.warnings

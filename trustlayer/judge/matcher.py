@@ -235,7 +235,7 @@ class Matcher:
         return [f"took a route no successful run took: skipped '{self.model.name(sid)}'"
                 for sid in self.model.incidental if sid not in self.matched_at] + [
             f"showed '{self.model.name(sid)}' with other counts than every successful run"
-            for sid in self.reshaped]
+            for sid in self.reshaped] + self.signs.notes(self.model)
 
     def _fail(self, seq: int, reason: str, cause: str | None) -> None:
         self.status.status, self.status.reason, self.status.cause = FAILED, reason, cause

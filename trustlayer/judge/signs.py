@@ -52,7 +52,7 @@ class FailureWatch:
     unresolved: dict[str, list[str]] = field(default_factory=dict)  # check -> overcome
     # shapes its last answer shows
     changed: list[str] = field(default_factory=list)  # check files it changed
-    checked_since: bool = False  # whether a check answered after its last such change
+    checked_since: list[str] = field(default_factory=list)  # checks used since that change
     taken_out: list[str] = field(default_factory=list)  # [path, line] of a file successful
     # runs only added to
     words: WordLedger = field(default_factory=WordLedger)  # what its diffs added
@@ -97,9 +97,9 @@ class FailureWatch:
             changed = moved & set(model.check_files)
             if changed:
                 self.changed = sorted(set(self.changed) | changed)
-                self.checked_since, self.news_since_change = False, news
-            elif calls & set(model.checks):
-                self.checked_since = True
+                self.checked_since, self.news_since_change = [], news
+            elif used := calls & {*model.checks, *model.some_checks}:
+                self.checked_since = sorted(set(self.checked_since) | used)
         for call in calls & model.overcome.keys():
             shapes = {shape_of(line) for line in lines}
             self.unresolved[call] = [shape for shape in model.overcome[call] if shape in shapes]
@@ -131,7 +131,7 @@ class FailureWatch:
         for missing in self.texts_missing:
             return Sign(f"the run ended without showing '{missing}', which every successful run "
                         "typed and showed at its end")
-        if self.changed and not self.checked_since and model.checks:
+        if self.changed and model.checks and not set(self.checked_since) & set(model.checks):
             return Sign(f"it changed {self.changed[0]} and never checked its work afterwards; "
                         f"every successful run then used {' or '.join(model.checks)}",
                         PRODUCT_BUG if self.news_since_change else AGENT_ERROR)
@@ -141,6 +141,14 @@ class FailureWatch:
         if self.self_report == "failure":
             return Sign("the agent reported that it failed")
         return None
+
+    def notes(self, model: Model) -> list[str]:
+        """Warnings for a run that passes: it did not check its work after its last change
+        where only some successful runs did."""
+        if self.changed and not model.checks and model.some_checks and not self.checked_since:
+            return [f"it changed {self.changed[-1]} and did not check its work afterwards; "
+                    f"some successful runs then used {' or '.join(model.some_checks)}"]
+        return []
 
     def to_json(self) -> dict[str, Any]:
         return dict(asdict(self), words=self.words.to_json())

@@ -104,9 +104,9 @@ def changed_everywhere(paths: Sequence[Path]) -> frozenset[str]:
     return frozenset(set.intersection(*changed)) if changed else frozenset()
 
 
-def checks(paths: Sequence[Path]) -> list[str]:
-    """The tools every successful run used after its last change of the files they all
-    changed (with two runs or more, each having changed them)."""
+def _used_after_change(paths: Sequence[Path]) -> list[set[str]]:
+    """Per successful run, the tools it used after its last change of the files they all
+    changed (none with fewer than two runs, or when a run did not change them)."""
     files = changed_everywhere(paths)
     if len(paths) < 2 or not files:
         return []
@@ -116,7 +116,21 @@ def checks(paths: Sequence[Path]) -> list[str]:
         if last is None:
             return []
         after.append(set().union(*(call_names(step) for step in path[last + 1:])))
-    return sorted(set.intersection(*after))
+    return after
+
+
+def checks(paths: Sequence[Path]) -> list[str]:
+    """The tools every successful run used after its last change of the files they all
+    changed (with two runs or more, each having changed them)."""
+    after = _used_after_change(paths)
+    return sorted(set.intersection(*after)) if after else []
+
+
+def some_checks(paths: Sequence[Path]) -> list[str]:
+    """The tools some successful runs, not all, used after that change: where they
+    disagree, a run checking nothing passes with a warning."""
+    after = _used_after_change(paths)
+    return sorted(set.union(*after) - set.intersection(*after)) if after else []
 
 
 def _answers(path: Path, kind: str) -> list[int]:
@@ -189,6 +203,7 @@ def failure_signs(runs: Sequence[Run], paths: Sequence[tuple[str, Path]]) -> dic
     per run, the model state it ended in and its steps)."""
     steps = [path for _, path in paths]
     return {"gone_lines": gone_lines(paths), "checks": checks(steps),
+            "some_checks": some_checks(steps),
             "added_only": added_only(runs),
             "required_words": required_words(runs, changed_everywhere(steps)),
             "statuses": statuses(runs),
