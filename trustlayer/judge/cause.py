@@ -32,7 +32,7 @@ from trustlayer.judge.history import Observed
 from trustlayer.judge.phases import phase_gaps, where
 from trustlayer.model import Model
 from trustlayer.observe.canonical import PLACE_PREFIXES
-from trustlayer.observe.steps import NO_ACTION, PASSIVE
+from trustlayer.observe.steps import NO_ACTION, PASSIVE, in_words
 from trustlayer.observe.templates import word_tokens
 
 PRODUCT_BUG, AGENT_ERROR = "product_bug", "agent_error"
@@ -173,7 +173,7 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
             continue
         unusual = _unusual(model, position, known, here)
         if unusual:
-            return (f"{reason}: the agent did {unusual[0]}, which successful runs never do at "
+            return (f"{reason}: the agent {in_words(unusual[0])}, which successful runs never do at "
                     f"this point, and the run showed {_shown(model, history[k:])}", AGENT_ERROR)
         entered = _entered(here, history[:k + 1], history[start + 1:k + 1],
                            _usual(model, position, known))
@@ -184,13 +184,13 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
         did = _by_agent(here)
         if here.ids and known is not None and did \
                 and _went_elsewhere(model, known.ids, did, here.ids):
-            return (f"{reason}: the agent did {did} as successful runs do, and the "
+            return (f"{reason}: the agent {in_words(did)} as successful runs do, and the "
                     f"product showed '{model.name(here.ids[0])}', where successful runs saw "
                     f"what follows '{model.name(known.ids[0])}'", PRODUCT_BUG)
         if here.novel:
-            did = "nothing (the screen changed on its own)" if here.via == [NO_ACTION] \
-                else f"{here.via[-1]} as successful runs do"
-            return (f"{reason}: the agent did {did}, and the product showed "
+            did = "did nothing (the screen changed on its own)" if here.via == [NO_ACTION] \
+                else f"{in_words(here.via[-1])} as successful runs do"
+            return (f"{reason}: the agent {did}, and the product showed "
                     f"{_shown(model, history[k:])}", PRODUCT_BUG)
         if here.ids:
             known = here
@@ -200,14 +200,14 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
     after = history[history.index(known) + 1:]
     if after and not any(entry.ids for entry in after):
         did = next((a for entry in after for a in entry.via
-                    if a != NO_ACTION and not a.startswith(PASSIVE)), "nothing")
-        return (f"{reason}: after '{state}' the agent did {did} as successful runs do, and "
+                    if a != NO_ACTION and not a.startswith(PASSIVE)), NO_ACTION)
+        return (f"{reason}: after '{state}' the agent {in_words(did)} as successful runs do, and "
                 f"the product never showed what they saw next ({_shown(model, after)})",
                 PRODUCT_BUG)
     onward = set().union(*(model.out_actions(s) for s in known.ids)) - {NO_ACTION}
     last_step = next((did for entry in reversed(history) if (did := _by_agent(entry))), None)
     if last_step is not None and _went_elsewhere(model, known.ids, last_step, known.ids):
-        return (f"{reason}: the agent did {last_step} as successful runs do from '{state}', "
+        return (f"{reason}: the agent {in_words(last_step)} as successful runs do from '{state}', "
                 f"and the product stayed at '{state}'", PRODUCT_BUG)
     if SUCCESS in set().union(*(model.successors(s) for s in known.ids)):
         return (f"{reason}: the run ended in '{state}' as successful runs end, without the "
@@ -215,5 +215,5 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
     if not onward:
         return (f"{reason}: the run stalled in '{state}', which successful runs leave without "
                 "any action (the product did not move on)", PRODUCT_BUG)
-    return (f"{reason}: the agent stopped after '{state}'; successful runs went on with "
-            f"{sorted(onward)[0]}", AGENT_ERROR)
+    return (f"{reason}: the agent stopped after '{state}', where successful runs went on: "
+            f"they {in_words(sorted(onward)[0])}", AGENT_ERROR)

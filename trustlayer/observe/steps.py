@@ -32,6 +32,35 @@ def action_signatures(step: Step) -> list[str]:
     return [action.signature() for action in step.actions] or [NO_ACTION]
 
 
+_VERBS = {"click": "clicked", "navigate": "opened", "scroll": "scrolled", "wait": "waited for",
+          "tool": "called", "api": "called"}
+
+
+def in_words(signature: str) -> str:
+    """An action signature (``type:target:value``) as a person says it, to follow "the
+    agent": ``clicked "Save"``, ``typed "hello" into editor``, ``pressed Enter``.
+
+    >>> in_words("click:menu Settings:"), in_words("type:Name:Crime & Mystery")
+    ('clicked "menu Settings"', 'typed "Crime & Mystery" into Name')
+    >>> in_words("key:Name:Control+a"), in_words("tool:run_tests:pytest"), in_words(NO_ACTION)
+    ('pressed Control+a in Name', 'called run_tests (pytest)', 'did nothing')
+    """
+    if signature == NO_ACTION:
+        return "did nothing"
+    kind, _, rest = signature.partition(":")
+    target, _, value = rest.partition(":")
+    if kind == "type":
+        return f'typed "{value}"' + (f" into {target}" if target else "")
+    if kind == "key":
+        return f"pressed {value}" + (f" in {target}" if target else "")
+    if kind in ("tool", "api"):
+        return f"called {target}" + (f" ({value})" if value else "")
+    if kind == "navigate":
+        return f"opened {value or target}"
+    thing = target or value
+    return f'{_VERBS.get(kind, kind)} "{thing}"' if thing else _VERBS.get(kind, kind)
+
+
 def by_agent(step: Step) -> bool:
     """Whether the agent did something that led to `step` (not only waiting or looking:
     else the product changed the screen on its own)."""
