@@ -1,0 +1,58 @@
+"""A browser agent's state from a Playwright page (the synchronous API): screenshot,
+visible text, ARIA snapshot, URL, title, and the HTTP responses the page received since
+the previous state (``observation.network``). Playwright itself is the agent's
+dependency: this module calls the page it is given and imports nothing of it."""
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+from weakref import WeakKeyDictionary
+
+# what a page's work shows in: documents and API calls; static files are left out
+NETWORK_TYPES = ("document", "xhr", "fetch", "other")
+MAX_NETWORK = 40  # the format's "a few dozen"; the newest are kept
+
+_logs: WeakKeyDictionary[Any, list[dict[str, Any]]] = WeakKeyDictionary()
+
+
+def response_entry(method: str, url: str, status: int, resource_type: str) -> dict[str, Any]:
+    """One ``observation.network`` entry: the path keeps its query, loses scheme and host.
+
+    >>> response_entry("POST", "http://127.0.0.1:8000/api/items?x=1", 201, "fetch")
+    {'method': 'POST', 'path': '/api/items?x=1', 'status': 201, 'type': 'fetch'}
+    """
+    parts = urlsplit(url)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return {"method": method, "path": path, "status": status, "type": resource_type}
+
+
+def watch_network(page: Any) -> None:
+    """Start recording the page's responses (call it before the first navigation; the
+    first :func:`state_from_page` starts it otherwise). Calling it again does nothing."""
+    if page in _logs:
+        return
+    log: list[dict[str, Any]] = []
+    _logs[page] = log
+
+    def on_response(response: Any) -> None:
+        request = response.request
+        if request.resource_type in NETWORK_TYPES:
+            log.append(response_entry(request.method, response.url, response.status,
+                                      request.resource_type))
+
+    page.on("response", on_response)
+
+
+def state_from_page(page: Any, *, screenshot: bool = True, full_page: bool = False
+                    ) -> dict[str, Any]:
+    """The keywords of ``run.state(...)`` for `page` now; the responses recorded since the
+    previous call go with it (and are forgotten)."""
+    watch_network(page)
+    log = _logs[page]
+    responses, log[:] = log[-MAX_NETWORK:], []
+    body = page.locator("body")
+    state: dict[str, Any] = {"text": body.inner_text(), "a11y": body.aria_snapshot(),
+                             "url": page.url, "title": page.title(), "network": responses}
+    if screenshot:
+        state["screenshot"] = page.screenshot(full_page=full_page)
+    return state
