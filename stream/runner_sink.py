@@ -11,13 +11,17 @@ import asyncio
 import json
 import threading
 from collections import deque
-from typing import Any, Coroutine, TypeVar
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from stream import kafka
 from stream.topics import TopicNames
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 T = TypeVar("T")
 
@@ -92,7 +96,7 @@ class AsyncKafkaSink:
                 await self._producer.stop()
                 self._producer = None
 
-    async def __aenter__(self) -> AsyncKafkaSink:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 
@@ -143,7 +147,7 @@ class KafkaSink:
         self._thread.join()
         self._loop.close()
 
-    def __enter__(self) -> KafkaSink:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from trustlayer.errors import TraceError
 from trustlayer.observe.runner_prints import fingerprint_screenshots
@@ -117,7 +118,7 @@ class EventBuilder:
         meta = {**(self.meta or {}), **(event_meta or {})}
         if meta:
             event["meta"] = meta
-        source, line = self._where()
+        source, _ = self._where()
         if self.fingerprint:
             event = fingerprint_screenshots(event, None, self.settings, source)
         parse_event(event, source=source, settings=self.settings)

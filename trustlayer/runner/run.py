@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trustlayer.runner.events import EventBuilder, Screenshot
 from trustlayer.runner.sinks import Sink
 from trustlayer.settings import Settings
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 def new_run_id(task: str) -> str:
@@ -71,7 +74,7 @@ class Run(_Recording):
         """Record the end of the run."""
         self.sink.write(self.events.end(outcome, self_report, ts=ts))
 
-    def __enter__(self) -> Run:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
@@ -102,7 +105,7 @@ class AsyncRun(_Recording):
         """Record the end of the run."""
         await self._write(self.events.end(outcome, self_report, ts=ts))
 
-    async def __aenter__(self) -> AsyncRun:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any, Awaitable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 class Sink(Protocol):
@@ -58,7 +62,7 @@ class TraceDir:
     def close(self) -> None:
         """Nothing is held open between events (each write appends and closes)."""
 
-    def __enter__(self) -> TraceDir:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

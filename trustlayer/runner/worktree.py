@@ -5,8 +5,9 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 # what is not the agent's work: version control, caches, environments
 DEFAULT_IGNORE = (".git", "__pycache__", "*.pyc", ".venv", "node_modules", ".pytest_cache",
