@@ -30,8 +30,7 @@ CHROMIUM: dict[str, Any] = {"executable_path": "/usr/bin/chromium", "args": [
 
 def add_item(url: str, item: str, sink: Sink, button: str = "Add") -> str:
     with sync_playwright() as pw, Run("todo-add", sink) as run:
-        page = pw.chromium.launch(**CHROMIUM).new_page()
-        watch_network(page)
+        page = watch_network(pw.chromium.launch(**CHROMIUM).new_page())
         page.goto(url)
         run.state(**state_from_page(page))
         run.action("type", "New item", item)

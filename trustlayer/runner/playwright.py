@@ -26,11 +26,12 @@ def response_entry(method: str, url: str, status: int, resource_type: str) -> di
     return {"method": method, "path": path, "status": status, "type": resource_type}
 
 
-def watch_network(page: Any) -> None:
+def watch_network(page: Any) -> Any:
     """Start recording the page's responses (call it before the first navigation; the
-    first :func:`state_from_page` starts it otherwise). Calling it again does nothing."""
+    first :func:`state_from_page` starts it otherwise); returns `page`. Calling it again
+    changes nothing."""
     if page in _logs:
-        return
+        return page
     log: list[dict[str, Any]] = []
     _logs[page] = log
 
@@ -41,6 +42,7 @@ def watch_network(page: Any) -> None:
                                       request.resource_type))
 
     page.on("response", on_response)
+    return page
 
 
 def state_from_page(page: Any, *, screenshot: bool = True, full_page: bool = False
