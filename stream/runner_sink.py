@@ -41,11 +41,18 @@ class AsyncKafkaSink:
         self.bootstrap, self.topic, self.buffer, self.timeout = bootstrap, topic, buffer, timeout
         self._producer: AIOKafkaProducer | None = None
         self._pending: deque[asyncio.Future] = deque()
+        self._broken: SinkError | None = None  # once the broker failed, every call says so
 
     def _error(self, doing: str, exc: BaseException) -> SinkError:
-        reason = str(exc) or type(exc).__name__  # a timeout has no text
-        return SinkError(f"Kafka at {self.bootstrap}: {doing} failed ({reason}); is the "
-                         "broker running and reachable?")
+        reason = str(exc) or f"no answer in {self.timeout:g} s"  # a timeout has no text
+        self._broken = SinkError(f"Kafka at {self.bootstrap}: {doing} failed ({reason}); is "
+                                 "the broker running and reachable?")
+        return self._broken
+
+    @property
+    def unacknowledged(self) -> int:
+        """How many events written wait for the broker (at most `buffer`)."""
+        return len(self._pending)
 
     async def start(self) -> None:
         """Connect (called by the first ``write`` otherwise); fails fast without a broker."""
@@ -63,6 +70,8 @@ class AsyncKafkaSink:
 
     async def write(self, event: dict[str, Any]) -> None:
         """Send `event`; waits while `buffer` events are still unacknowledged."""
+        if self._broken:
+            raise self._broken
         await self.start()
         assert self._producer is not None
         while len(self._pending) >= self.buffer:
@@ -84,16 +93,25 @@ class AsyncKafkaSink:
 
     async def flush(self) -> None:
         """Wait until the broker has acknowledged every event written."""
+        if self._broken:
+            raise self._broken
         while self._pending:
             await self._settle(self._pending.popleft())
 
     async def close(self) -> None:
-        """Flush, then disconnect."""
+        """Flush, then disconnect (at once when the broker is gone: what it did not
+        acknowledge is lost, and the error says so)."""
         try:
             await self.flush()
         finally:
             if self._producer is not None:
-                await self._producer.stop()
+                if self._broken:
+                    for delivery in self._pending:
+                        delivery.cancel()
+                try:  # a producer whose broker is gone would retry its batches for long
+                    await asyncio.wait_for(self._producer.stop(), self.timeout)
+                except asyncio.TimeoutError:
+                    pass
                 self._producer = None
 
     async def __aenter__(self) -> Self:
@@ -102,6 +120,13 @@ class AsyncKafkaSink:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+async def _cancel_other_tasks() -> None:
+    rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
 
 
 class KafkaSink:
@@ -143,6 +168,7 @@ class KafkaSink:
             self._stop_loop()
 
     def _stop_loop(self) -> None:
+        self._call(_cancel_other_tasks())  # what a dead broker's producer left running
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
         self._loop.close()
