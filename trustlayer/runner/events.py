@@ -71,8 +71,10 @@ class EventBuilder:
     def state(self, *, screenshot: Screenshot | None = None, text: str | None = None,
               a11y: Any = None, url: str | None = None, title: str | None = None,
               files: dict[str, str] | None = None, network: list[dict] | None = None,
-              label: str | None = None, ts: float | None = None) -> dict[str, Any]:
-        """A ``state`` event; `screenshot` is image bytes or a path to an image file."""
+              label: str | None = None, ts: float | None = None,
+              meta: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A ``state`` event; `screenshot` is image bytes or a path to an image file;
+        `meta` adds to the run's for this event."""
         if isinstance(screenshot, (str, Path)):
             screenshot = self._read_image(Path(screenshot))
         fields = {"screenshot": None if screenshot is None else data_uri(screenshot),
@@ -81,13 +83,14 @@ class EventBuilder:
         observation = {name: value for name, value in fields.items() if value is not None}
         if network is not None and (problem := network_problem(network)):
             raise TraceError(problem, *self._where())
-        return self._event("state", ts, observation=observation)
+        return self._event("state", ts, meta, observation=observation)
 
     def action(self, type: str, target: str | None = None, value: str | None = None,
-               args: dict[str, Any] | None = None, *, ts: float | None = None) -> dict[str, Any]:
+               args: dict[str, Any] | None = None, *, ts: float | None = None,
+               meta: dict[str, Any] | None = None) -> dict[str, Any]:
         """An ``action`` event: what the agent did (`type` is one of the format's)."""
         fields = {"type": type, "target": target, "value": value, "args": args}
-        return self._event("action", ts,
+        return self._event("action", ts, meta,
                            action={k: v for k, v in fields.items() if v is not None})
 
     def end(self, outcome: str = "unknown", self_report: str | None = None, *,
@@ -97,7 +100,7 @@ class EventBuilder:
         fields: dict[str, Any] = {"outcome": outcome}
         if self_report is not None:
             fields["self_report"] = self_report
-        return self._event("end", ts, event_meta=meta, **fields)
+        return self._event("end", ts, meta, **fields)
 
     def _where(self) -> tuple[str, None]:
         return f"run {self.run_id} event {self.seq}", None
