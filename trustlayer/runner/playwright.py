@@ -1,4 +1,4 @@
-"""A browser agent's state from a Playwright page (the synchronous API): screenshot,
+"""A browser agent's state from a Playwright page (sync or asyncio API): screenshot,
 visible text, ARIA snapshot, URL, title, and the HTTP responses the page received since
 the previous state (``observation.network``). Playwright itself is the agent's
 dependency: this module calls the page it is given and imports nothing of it."""
@@ -45,16 +45,30 @@ def watch_network(page: Any) -> Any:
     return page
 
 
-def state_from_page(page: Any, *, screenshot: bool = True, full_page: bool = False
-                    ) -> dict[str, Any]:
-    """The keywords of ``run.state(...)`` for `page` now; the responses recorded since the
-    previous call go with it (and are forgotten)."""
-    watch_network(page)
+def _state(page: Any, text: str, a11y: str, title: str, shot: bytes | None) -> dict[str, Any]:
     log = _logs[page]
     responses, log[:] = log[-MAX_NETWORK:], []
-    body = page.locator("body")
-    state: dict[str, Any] = {"text": body.inner_text(), "a11y": body.aria_snapshot(),
-                             "url": page.url, "title": page.title(), "network": responses}
-    if screenshot:
-        state["screenshot"] = page.screenshot(full_page=full_page)
+    state: dict[str, Any] = {"text": text, "a11y": a11y, "url": page.url, "title": title,
+                             "network": responses}
+    if shot is not None:
+        state["screenshot"] = shot
     return state
+
+
+def state_from_page(page: Any, *, screenshot: bool = True, full_page: bool = False
+                    ) -> dict[str, Any]:
+    """The keywords of ``run.state(...)`` for `page` (Playwright's sync API) now; the
+    responses recorded since the previous call go with it (and are forgotten)."""
+    watch_network(page)
+    body = page.locator("body")
+    return _state(page, body.inner_text(), body.aria_snapshot(), page.title(),
+                  page.screenshot(full_page=full_page) if screenshot else None)
+
+
+async def async_state_from_page(page: Any, *, screenshot: bool = True, full_page: bool = False
+                                ) -> dict[str, Any]:
+    """:func:`state_from_page` for a page of Playwright's asyncio API."""
+    watch_network(page)
+    body = page.locator("body")
+    return _state(page, await body.inner_text(), await body.aria_snapshot(), await page.title(),
+                  await page.screenshot(full_page=full_page) if screenshot else None)
