@@ -65,6 +65,8 @@ GOOD = {"v": 1, "run_id": "r", "task": "t", "seq": 0, "ts": 1.5, "kind": "state"
     {"observation": {"screenshot": "/etc/passwd"}},
     {"observation": {"text": "x", "files": {"a": 1}}},
     {"observation": {"text": "x", "network": [{"method": "GET", "path": "/"}]}},
+    {"observation": {"text": "x", "network": [{"method": "GET", "path": "/", "status": 42,
+                                                "type": "xhr"}]}},
     {"observation": {"screenshot_fingerprint": {"sha256": "0", "phash": "0", "thumbnail": ""}}},
     {"kind": "action", "action": {"type": "fly"}}, {"kind": "end"},
     {"kind": "end", "outcome": "done"},

@@ -8,6 +8,7 @@ import sys
 from playwright.async_api import async_playwright
 from playwright_example import AGENT
 
+from trustlayer.observe.network import Response
 from trustlayer.observe.traces import read_run
 from trustlayer.runner import AsyncRun, TraceDir
 from trustlayer.runner.playwright import async_state_from_page, watch_network
@@ -34,10 +35,10 @@ def test_an_async_agent_records_its_page(tmp_path):
     with serve() as url:
         asyncio.run(agent(url))
     first, _, second, end = read_run(tmp_path / "a1.jsonl").events
-    assert first.observation.extra["network"] == [
-        {"method": "GET", "path": "/", "status": 200, "type": "document"}]
-    assert second.observation.extra["network"] == [
-        {"method": "POST", "path": "/api/items", "status": 201, "type": "fetch"}]
+    assert first.observation.network == (
+        Response("GET", "/", 200, "document"),)
+    assert second.observation.network == (
+        Response("POST", "/api/items", 201, "fetch"),)
     assert first.observation.screenshot is not None and second.observation.screenshot is None
     assert "Saved" in second.observation.text and second.observation.title == "To-do"
     assert end.outcome == "success"

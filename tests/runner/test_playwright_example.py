@@ -10,6 +10,7 @@ from playwright_example import AGENT, CASES, readme_snippet, run_agent
 
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
+from trustlayer.observe.network import Response
 from trustlayer.observe.traces import read_run, read_runs
 
 
@@ -25,10 +26,8 @@ def test_runs_recorded_in_chromium_are_learned_and_judged(tmp_path):
     run = read_run(tmp_path / "train" / f"{train[0]}.jsonl")
     first, last = run.events[0].observation, run.states[-1].observation
     assert first.screenshot is not None and "Add" in first.a11y
-    assert first.extra["network"] == [{"method": "GET", "path": "/", "status": 200,
-                                       "type": "document"}]
-    assert last.extra["network"] == [{"method": "POST", "path": "/api/items", "status": 201,
-                                      "type": "fetch"}]
+    assert first.network == (Response("GET", "/", 200, "document"),)
+    assert last.network == (Response("POST", "/api/items", 201, "fetch"),)
     assert "Saved buy milk" in last.text and last.title == "To-do"
     for name, options, verdict, cause in CASES:
         [run_id] = run_agent("--runs", str(tmp_path / name), *options)

@@ -39,7 +39,7 @@ def test_a_recorded_run_reads_back_with_its_screenshot_beside_it(tmp_path):
     assert [e.seq for e in read.events] == [0, 1, 2, 3]
     first = read.events[0]
     assert first.observation.screenshot.data == png(10)
-    assert first.observation.extra["network"][0]["status"] == 200
+    assert first.observation.network[0].status == 200
     assert first.raw["observation"]["screenshot"] == "shots/greet-1/0.png"
     assert read.events[1].action.args == {"times": 2}
     assert read.outcome == "success" and read.end.self_report == "success"
@@ -54,7 +54,7 @@ def test_a_recorded_run_reads_back_with_its_screenshot_beside_it(tmp_path):
     (lambda run: run.end("done"), "outcome 'done' is not one of"),
     (lambda run: run.state(text="x", network=[{"method": "GET", "path": "/", "status": "ok",
                                                 "type": "xhr"}]),
-     "observation.network[0].status must be int"),
+     "observation.network[0].status must be an HTTP status"),
     (lambda run: run.state(screenshot=b"GIF89a not a screenshot"), "not a PNG, JPEG or WebP"),
 ])
 def test_a_bad_event_is_refused_at_the_runner_with_the_field_named(tmp_path, call, field):

@@ -14,7 +14,6 @@ from trustlayer.observe.runner_prints import fingerprint_screenshots
 from trustlayer.observe.traces import FORMAT_VERSION, parse_event
 from trustlayer.settings import Settings
 
-NETWORK_FIELDS = {"method": str, "path": str, "status": int, "type": str}
 MAGIC = ((b"\x89PNG", "png"), (b"\xff\xd8", "jpeg"), (b"RIFF", "webp"))
 
 Screenshot = bytes | str | Path
@@ -28,25 +27,6 @@ def data_uri(image: bytes) -> str:
     """
     kind = next((name for magic, name in MAGIC if image.startswith(magic)), "png")
     return f"data:image/{kind};base64," + base64.b64encode(image).decode("ascii")
-
-
-def network_problem(entries: Any) -> str | None:
-    """What is wrong with an ``observation.network`` list, or None.
-
-    >>> network_problem([{"method": "GET", "path": "/", "status": 200, "type": "document"}])
-    >>> network_problem([{"method": "GET", "path": "/", "status": "200", "type": "xhr"}])
-    'observation.network[0].status must be int, got str'
-    """
-    if not isinstance(entries, list):
-        return "observation.network must be a list of responses"
-    for number, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            return f"observation.network[{number}] must be an object"
-        for name, kind in NETWORK_FIELDS.items():
-            if not isinstance(entry.get(name), kind) or isinstance(entry.get(name), bool):
-                return (f"observation.network[{number}].{name} must be {kind.__name__}, "
-                        f"got {type(entry.get(name)).__name__}")
-    return None
 
 
 class EventBuilder:
@@ -81,8 +61,6 @@ class EventBuilder:
                   "text": text, "a11y": a11y, "url": url, "title": title, "files": files,
                   "network": network, "label": label}
         observation = {name: value for name, value in fields.items() if value is not None}
-        if network is not None and (problem := network_problem(network)):
-            raise TraceError(problem, *self._where())
         return self._event("state", ts, meta, observation=observation)
 
     def action(self, type: str, target: str | None = None, value: str | None = None,
