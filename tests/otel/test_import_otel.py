@@ -82,6 +82,7 @@ def test_conversations_and_traces_make_runs(tmp_path):
         "traceId": "0102030405060708090a0b0c0d0e0f10", "spanId": "0102030405060708",
         "name": "GET /", "startTimeUnixNano": "1"}]}]}]}) + "\n",
      "no span of the GenAI or OpenInference conventions"),
+    ("[" * 100000 + "\n", "JSON nested too deeply"),
 ])
 def test_a_span_file_that_makes_no_run_is_one_line_and_exit_2(tmp_path, content, problem):
     (tmp_path / "bad.jsonl").write_text('{"resourceSpans": []}\n' + content)

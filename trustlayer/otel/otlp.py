@@ -104,6 +104,8 @@ def spans_of_request(request: Any, source: str, line: int) -> Iterator[Span]:
             for scope_spans in resource_spans.get("scopeSpans", []):
                 for obj in scope_spans.get("spans", []):
                     yield _span(obj, resource, source, line)
+    except RecursionError:  # an attribute value nested past what a walk can hold
+        raise TraceError("OTLP attribute nested too deeply", source, line) from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
         raise TraceError(f"malformed OTLP span ({what})", source, line) from None
@@ -118,6 +120,8 @@ def read_spans(path: Path) -> list[Span]:
         raise TraceError("file is not UTF-8 text", source) from None
     try:
         documents = [(1, json.loads(text))]
+    except RecursionError:
+        raise TraceError("JSON nested too deeply", source) from None
     except ValueError:  # JSON Lines: one request per line
         documents = []
         for number, line_text in enumerate(text.split("\n"), start=1):
@@ -126,6 +130,8 @@ def read_spans(path: Path) -> list[Span]:
                     documents.append((number, json.loads(line_text)))
                 except ValueError as exc:
                     raise TraceError(f"not valid JSON ({exc})", source, number) from None
+                except RecursionError:
+                    raise TraceError("JSON nested too deeply", source, number) from None
     return [span for number, document in documents
             for span in spans_of_request(document, source, number)]
 
