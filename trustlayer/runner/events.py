@@ -14,6 +14,7 @@ from trustlayer.observe.runner_prints import fingerprint_screenshots
 from trustlayer.observe.traces import FORMAT_VERSION, parse_event
 from trustlayer.settings import Settings
 
+# the formats the reader takes; other bytes are labelled png and refused by parse_event
 MAGIC = ((b"\x89PNG", "png"), (b"\xff\xd8", "jpeg"), (b"RIFF", "webp"))
 
 Screenshot = bytes | str | Path
