@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from otel_spans import BAD, GOOD, write_genai
+from otlp_receiver import Receiver
 
 from trustlayer.observe.traces import read_runs
 from trustlayer.otel.verdicts import VerdictExporter
@@ -45,37 +43,6 @@ def test_a_verdict_is_an_evaluation_event_on_the_runs_trace():
     assert not plain.trace_id
 
 
-class Receiver:
-    """An OTLP/HTTP logs endpoint: the export requests it was sent, decoded."""
-
-    def __init__(self) -> None:
-        self.requests: list[ExportLogsServiceRequest] = []
-        received = self.requests
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                if self.path == "/v1/logs" and \
-                        self.headers["Content-Type"] == "application/x-protobuf":
-                    received.append(ExportLogsServiceRequest.FromString(body))
-                    self.send_response(200)
-                else:
-                    self.send_response(415)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}/v1/logs"
-
-    def records(self) -> list:
-        return [record for request in self.requests for resource in request.resource_logs
-                for scope in resource.scope_logs for record in scope.log_records]
-
-
 def trustlayer(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "trustlayer.cli", "-q", *args],
                           capture_output=True, text=True, timeout=120, check=False)
@@ -102,13 +69,10 @@ def test_validate_sends_verdicts_to_an_otlp_http_receiver(tmp_path):
     assert judged.returncode == 1, judged.stderr
     verdicts = {r["run_id"]: r for r in map(json.loads, judged.stdout.splitlines())}
     traces = {run.run_id: run.end.meta["otel"]["trace_id"] for run in read_runs([tmp_path / "test"])}
-    events = {}
-    for record in receiver.records():
-        attributes = {kv.key: kv.value for kv in record.attributes}
-        assert record.event_name == "gen_ai.evaluation.result"
-        events[attributes["gen_ai.conversation.id"].string_value] = (attributes, record)
-    assert set(events) == {"new-ok", "broken"}
+    events = receiver.events()
+    assert set(events) == {"new-ok", "broken"} and len(receiver.records()) == 2
     for run_id, (attributes, record) in events.items():
+        assert record.event_name == "gen_ai.evaluation.result"
         assert attributes["gen_ai.evaluation.name"].string_value == "trustlayer.verdict"
         assert attributes["gen_ai.evaluation.score.label"].string_value == \
             verdicts[run_id]["verdict"]
