@@ -88,7 +88,7 @@ def test_a_span_file_that_makes_no_run_is_one_line_and_exit_2(tmp_path, content,
     (tmp_path / "bad.jsonl").write_text('{"resourceSpans": []}\n' + content)
     done = trustlayer("import", "otel", str(tmp_path / "bad.jsonl"), "-o", str(tmp_path / "o"))
     assert done.returncode == 2
-    assert done.stderr.startswith(f"trustlayer: error: {tmp_path / 'bad.jsonl'}:2: ")
+    assert done.stderr.startswith(f"trustlayer import: error: {tmp_path / 'bad.jsonl'}:2: ")
     assert problem in done.stderr and len(done.stderr.splitlines()) == 1
 
 
