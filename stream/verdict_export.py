@@ -10,8 +10,6 @@ import asyncio
 from contextlib import aclosing
 from typing import Any
 
-from stream.console import follow
-from stream.topics import topic_names
 from trustlayer.errors import EXIT_OK
 
 
@@ -21,6 +19,8 @@ async def export_final_verdicts(bootstrap: str, topic: str, exporter: Any, group
     :class:`~trustlayer.otel.verdicts.VerdictExporter`), one per run (a final verdict
     the worker sent again, after a restart, is not sent twice by this process), until
     `limit` were sent (None: for ever); returns how many."""
+    from stream.console import follow  # Kafka: imported when the command runs
+
     sent: set[str] = set()
     async with aclosing(follow(bootstrap, topic, True, group)) as records:
         async for record in records:
@@ -34,6 +34,7 @@ async def export_final_verdicts(bootstrap: str, topic: str, exporter: Any, group
 
 
 def cmd_export_verdicts(args: argparse.Namespace) -> int:
+    from stream.topics import topic_names
     from trustlayer.otel.verdicts import VerdictExporter  # the otel extra, only when used
 
     exporter = VerdictExporter(endpoint=args.endpoint)
@@ -49,7 +50,7 @@ def cmd_export_verdicts(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """The ``export-verdicts`` command (entry point ``trustlayer.commands``)."""
-    from stream.cli import _kafka_options, needs_broker
+    from stream.cli import _kafka_options, missing_extra, needs_broker, needs_extra
 
     p = subparsers.add_parser("export-verdicts", help="send the worker's final verdicts as "
                               "OpenTelemetry gen_ai.evaluation.result events (OTLP/HTTP)")
@@ -59,4 +60,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--group", default="trustlayer-verdict-export",
                    help="consumer group (resumes where it stopped)")
     p.add_argument("--limit", type=int, help="stop after this many verdicts")
-    p.set_defaults(func=needs_broker("export-verdicts")(cmd_export_verdicts))
+    missing = missing_extra()
+    p.set_defaults(func=needs_extra("export-verdicts", missing) if missing
+                   else needs_broker("export-verdicts")(cmd_export_verdicts))
