@@ -151,6 +151,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for fmt, path in (("junit", args.junit), ("markdown", args.markdown)):
         if path:
             outputs.write(records, model.task, fmt, path, _plain_line)
+    if args.otel_verdicts:
+        from trustlayer.otel.verdicts import export_verdicts  # the otel extra, only when asked
+        export_verdicts(records, task_runs(model, args.paths, True), args.otel_verdicts)
     if args.github_output:
         with open(args.github_output, "a", encoding="utf-8") as out:
             out.writelines(f"{name}={count}\n" for name, count in outputs.counts(records).items())
@@ -284,6 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "product-bugs=, agent-errors= lines to FILE ($GITHUB_OUTPUT)")
     p.add_argument("--fail-on", choices=["any", "product_bug"], default="any",
                    help="exit 1 on any failed run (default), or only on product bugs")
+    p.add_argument("--otel-verdicts", metavar="URL", help="also send each verdict as a "
+                   "gen_ai.evaluation.result event to this OTLP/HTTP logs endpoint")
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("eval", help="score verdicts against DIR/labels.json")
     p.add_argument("model", metavar="MODEL.json", help="model file; or, alone, a folder of "

@@ -1,0 +1,113 @@
+"""A run as a runner records it: ``with Run(task, sink) as run: run.state(...)``,
+``run.action(...)``, ``run.end(outcome)``; :class:`AsyncRun` is the same for asyncio
+runners and sinks. Leaving the block without ``end`` ends the run with outcome
+``unknown`` (and, after an exception, the error in ``meta``), so no run stays open."""
+from __future__ import annotations
+
+import inspect
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from trustlayer.runner.events import EventBuilder, Screenshot
+from trustlayer.runner.sinks import Sink
+from trustlayer.settings import Settings
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+
+def new_run_id(task: str) -> str:
+    """A fresh run id of `task`: the task and 12 random hex digits."""
+    return f"{task}-{uuid.uuid4().hex[:12]}"
+
+
+class _Recording:
+    """What both flavours share: the event builder and the end written on leaving."""
+
+    def __init__(self, task: str, sink: Sink, run_id: str | None = None, *,
+                 meta: dict[str, Any] | None = None, fingerprint: bool = False,
+                 settings: Settings | None = None):
+        self.sink = sink
+        self.events = EventBuilder(run_id or new_run_id(task), task, meta=meta,
+                                   fingerprint=fingerprint, settings=settings)
+
+    @property
+    def run_id(self) -> str:
+        return self.events.run_id
+
+    def _closing_end(self, exc: BaseException | None) -> dict[str, Any] | None:
+        if self.events.ended:
+            return None
+        meta = None if exc is None else {"runner_error": f"{type(exc).__name__}: {exc}"[:500]}
+        return self.events.end("unknown", meta=meta)
+
+
+class Run(_Recording):
+    """One run written to a synchronous sink as it happens.
+
+    >>> import tempfile
+    >>> from trustlayer.runner.sinks import TraceDir
+    >>> with Run("greet", TraceDir(tempfile.mkdtemp()), "greet-1") as run:
+    ...     run.state(text="Hello")
+    ...     run.action("click", "Wave")
+    ...     run.end("success")
+    >>> run.events.seq
+    3
+    """
+
+    def state(self, *, screenshot: Screenshot | None = None, text: str | None = None,
+              a11y: Any = None, url: str | None = None, title: str | None = None,
+              files: dict[str, str] | None = None, network: list[dict] | None = None,
+              label: str | None = None, ts: float | None = None) -> None:
+        """Record what the runner observed (see :meth:`EventBuilder.state`)."""
+        self.sink.write(self.events.state(screenshot=screenshot, text=text, a11y=a11y, url=url,
+                                          title=title, files=files, network=network,
+                                          label=label, ts=ts))
+
+    def action(self, type: str, target: str | None = None, value: str | None = None,
+               args: dict[str, Any] | None = None, *, ts: float | None = None) -> None:
+        """Record what the agent did."""
+        self.sink.write(self.events.action(type, target, value, args, ts=ts))
+
+    def end(self, outcome: str = "unknown", self_report: str | None = None, *,
+            ts: float | None = None) -> None:
+        """Record the end of the run."""
+        self.sink.write(self.events.end(outcome, self_report, ts=ts))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if (event := self._closing_end(exc)) is not None:
+            self.sink.write(event)
+
+
+class AsyncRun(_Recording):
+    """:class:`Run` for asyncio: ``async with AsyncRun(task, sink) as run: await
+    run.state(...)``; the sink's ``write`` may be a coroutine function or a plain one."""
+
+    async def _write(self, event: dict[str, Any]) -> None:
+        written = self.sink.write(event)
+        if inspect.isawaitable(written):
+            await written
+
+    async def state(self, **observation: Any) -> None:
+        """Record what the runner observed (the keywords of :meth:`Run.state`)."""
+        await self._write(self.events.state(**observation))
+
+    async def action(self, type: str, target: str | None = None, value: str | None = None,
+                     args: dict[str, Any] | None = None, *, ts: float | None = None) -> None:
+        """Record what the agent did."""
+        await self._write(self.events.action(type, target, value, args, ts=ts))
+
+    async def end(self, outcome: str = "unknown", self_report: str | None = None, *,
+                  ts: float | None = None) -> None:
+        """Record the end of the run."""
+        await self._write(self.events.end(outcome, self_report, ts=ts))
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if (event := self._closing_end(exc)) is not None:
+            await self._write(event)
