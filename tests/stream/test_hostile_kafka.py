@@ -40,11 +40,12 @@ def produce_with_headers(bootstrap: str, topic: str,
 
 
 def forged_model() -> Model:
-    """The example model without milestones, ending anywhere, as version 99: it passes a
-    run that the real model fails (a product bug)."""
+    """The example model without milestones or signs of failure, ending anywhere, as
+    version 99: it passes a run that the real model fails (an agent error)."""
     data = model().to_json()
     data.update(version=99, essential=[], soft=[], negative=[], idom={}, incidental=[],
-                required_outputs={}, accepting=[state["id"] for state in data["states"]])
+                required_outputs={}, accepting=[state["id"] for state in data["states"]],
+                gone_lines={}, end_texts=[], end_evidence={})
     return Model.from_json(data)
 
 
@@ -52,7 +53,7 @@ def test_forged_and_broken_models_are_refused_and_a_second_end_changes_nothing(k
                                                                               tmp_path):
     prefix, topics, models = setup(kafka, tmp_path)
     task = model().task.encode()
-    failing_id = "jl-save-textfile-test-11"
+    failing_id = "jl-save-textfile-test-14"  # (its agent does not report its failure)
     assert batch_verdicts()[failing_id]["verdict"] == "fail"
     [failing_run] = [r for r in read_runs([TEST]) if r.run_id == failing_id]
     forged = encode_model(forged_model())
