@@ -20,6 +20,7 @@ from trustlayer.observe.images import (
     load_image,
     parse_screenshot_print,
 )
+from trustlayer.observe.regular import NotReadable, read_regular
 from trustlayer.settings import Settings
 
 FORMAT_VERSION = 1
@@ -306,9 +307,11 @@ def read_run(path: str | Path, settings: Settings | None = None) -> Run:
     path = Path(path)
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except FileNotFoundError:
         raise TraceError("file not found", source) from None
+    except NotReadable as exc:  # a FIFO would block the reader until someone writes
+        raise TraceError(f"cannot be read as a trace: {exc}", source) from None
     except UnicodeDecodeError:
         raise TraceError("file is not UTF-8 text", source) from None
     events: list[Event] = []
@@ -346,8 +349,8 @@ def trace_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     for path in map(Path, paths):
         if path.is_dir():
             yield from sorted(path.glob("*.jsonl"))
-        elif path.is_file():
-            yield path
+        elif path.exists():
+            yield path  # (read_run refuses what is not a regular file)
         else:
             raise TraceError("no such file or directory", str(path))
 
