@@ -7,6 +7,7 @@ import json
 import logging
 from typing import Callable
 
+from trustlayer.judge.faults import STREAM_FAULT
 from trustlayer.judge.matcher import Matcher
 from trustlayer.judge.status import FAILED, Status
 
@@ -71,7 +72,7 @@ class Emitter:
     def give_up(self, rec: RunRecord, out: Output, trigger: int | None, verdict_ts: float,
                 pub: float | None, reason: str) -> None:
         """Fail the run for `reason`, a fault of its stream rather than of what it showed
-        (it is not learned from)."""
+        (cause ``stream_fault``; it is not learned from). A final verdict stays as it is."""
         rec.complete, rec.offsets = False, []
         if rec.final:
             if rec.ended:
@@ -84,7 +85,7 @@ class Emitter:
                                     missing=[model.name(s) for s in model.essential
                                              if s not in model.soft])
         status = matcher.status
-        status.status, status.cause, status.final = FAILED, None, True
+        status.status, status.cause, status.final = FAILED, STREAM_FAULT, True
         status.reason = reason
         status.detected_at_seq = rec.next_seq - 1 if rec.next_seq else None
         # its status is all a failed run needs: the history may be what made it too long

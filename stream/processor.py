@@ -7,7 +7,10 @@ dict in tests; the cache over it: :mod:`stream.runbook`). For each run it
 
 - feeds the core's incremental :class:`~trustlayer.judge.matcher.Matcher` in ``seq`` order, on the
   model version the run started with;
-- ignores a ``(run_id, seq)`` seen before, and holds events that come early until the gap
+- ignores a ``(run_id, seq)`` seen before with the same content; one with other content
+  goes to the dead letters and fails the run with cause ``stream_fault``
+  (:meth:`StreamProcessor._repeated`), as does an event the judge cannot use
+  (:mod:`trustlayer.judge.faults`); holds events that come early until the gap
   fills (at most ``reorder_window`` events / ``max_held_bytes``, and ``reorder_timeout``
   seconds; then the run fails with the reason "events missing");
 - emits a verdict only when the run's status (or finality) changes (:mod:`stream.emitter`);
@@ -36,13 +39,14 @@ from collections import Counter as Tally
 from typing import Callable, Iterable
 
 from trustlayer.errors import TraceError
+from trustlayer.judge.faults import feed_checked
 from trustlayer.observe.traces import Event, parse_event
 
 from stream.config import WorkerSettings
 from stream.deadletter import Rejected, decode_event, dlq_reason
 from stream.emitter import Emitter
 from stream.metrics import Metrics
-from stream.records import Output, RunRecord, Source, Store
+from stream.records import Output, RunRecord, Source, Store, event_digest
 from stream.registry import ModelRegistry
 from stream.runbook import RunBook
 from stream.silence import Silence
@@ -173,7 +177,8 @@ class StreamProcessor:
             raise Rejected("wrong_task", f"{where}: task {event.task!r} differs from the run's "
                            f"task {rec.task!r}")
         if seen:
-            return  # a duplicate (run_id, seq): ignored
+            self._repeated(rec, decoded.obj, event, source, where, out)
+            return
         if rec.ended:
             raise Rejected("after_end", f"{where}: run {rec.run_id!r} ended before seq "
                            f"{event.seq} (its verdict is final)")
@@ -182,7 +187,8 @@ class StreamProcessor:
         if event.seq > rec.next_seq:
             self._hold(rec, decoded.obj, len(value or b""), event, source, out)
             return
-        self._feed(rec, event, source.offset, source.timestamp, out, trigger=source.offset)
+        self._feed(rec, event, event_digest(decoded.obj), source.offset, source.timestamp, out,
+                   trigger=source.offset)
         while not rec.ended and str(rec.next_seq) in rec.held:
             held = rec.held.pop(str(rec.next_seq))
             try:
@@ -194,9 +200,32 @@ class StreamProcessor:
                 self.emitter.events_missing(rec, out, source.offset, event.ts, source.timestamp,
                                             f"seq {rec.next_seq} could not be read again")
                 break
-            self._feed(rec, early, held["offset"], held["pub"], out, trigger=source.offset)
+            self._feed(rec, early, event_digest(held["event"]), held["offset"], held["pub"], out,
+                       trigger=source.offset)
         if rec.ended:
             self.emitter.after_end(rec, out, source.topic)
+
+    def _repeated(self, rec: RunRecord, obj: dict, event: Event, source: Source, where: str,
+                  out: Output) -> None:
+        """A ``(run_id, seq)`` seen before: ignored when it repeats the event (at-least-once
+        delivery), else a dead letter, and the run's verdict, if not final yet, fails with
+        cause ``stream_fault``: which of the two contents happened is unknown."""
+        held = rec.held.get(str(event.seq))
+        known = event_digest(held["event"]) if held else \
+            rec.digests[event.seq] if event.seq < len(rec.digests) else None
+        if known is None or known == event_digest(obj):
+            return
+        rec.last_offset = max(rec.last_offset, source.offset)
+        self.runs.dirty.add(rec.run_id)
+        reused = event.seq == 0
+        what = (f"a second run under the used run_id {rec.run_id!r}" if reused else
+                f"seq {event.seq} of run {rec.run_id!r} repeated with other content")
+        self.emitter.dead(out, rec.run_id.encode(), json.dumps(obj).encode(), source,
+                          "run_id_reused" if reused else "conflicting_duplicate",
+                          f"{where}: {what}" + (" (the run's verdict was final already)"
+                                                 if rec.final else ""))
+        self.emitter.give_up(rec, out, source.offset, event.ts, source.timestamp,
+                             f"the stream is unreliable: {what} ({where})")
 
     def _hold(self, rec: RunRecord, obj: dict, size: int, event: Event, source: Source,
               out: Output) -> None:
@@ -208,9 +237,10 @@ class StreamProcessor:
                                         f"seq {rec.next_seq} did not come before {len(rec.held)} "
                                         f"later events ({held_bytes} bytes)")
 
-    def _feed(self, rec: RunRecord, event: Event, offset: int, pub: float, out: Output,
-              trigger: int) -> None:
+    def _feed(self, rec: RunRecord, event: Event, digest: str, offset: int, pub: float,
+              out: Output, trigger: int) -> None:
         rec.next_seq = event.seq + 1
+        rec.digests.append(digest)
         if rec.complete:
             rec.offsets.append(offset)
         rec.last_ts, rec.last_pub = event.ts, pub
@@ -225,7 +255,13 @@ class StreamProcessor:
         matcher = self.runs.matcher(rec)
         unknown = matcher.status.unknown_states if matcher.status else 0
         kept = len(matcher.history)
-        status = matcher.feed(event)
+        status, fault = feed_checked(matcher, event)
+        if fault is not None:
+            rec.complete, rec.offsets = False, []
+            source = Source(rec.partition, offset, pub)
+            self.emitter.dead(out, rec.run_id.encode(), None, source, fault.kind,
+                              f"{source.topic}[{rec.partition}]@{offset}: run {rec.run_id!r}: "
+                              f"{fault.reason}")
         # each new row counted as the JSON object the limit was set for
         rec.history_bytes += sum(len(json.dumps(entry._asdict()))
                                  for entry in matcher.history[kept:])

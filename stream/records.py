@@ -2,6 +2,7 @@
 produced, one run's record in the table (JSON) and the store it lives in."""
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field, fields
 from typing import Protocol
@@ -28,7 +29,9 @@ class Output:
 
 @dataclass
 class RunRecord:
-    """One run's state in the table (JSON). ``held`` maps seq -> held event."""
+    """One run's state in the table (JSON). ``held`` maps seq -> held event; ``digests``
+    holds the :func:`event_digest` of each event fed, by seq (kept after the run ended:
+    a late repeat is compared with it)."""
 
     run_id: str
     task: str
@@ -50,6 +53,7 @@ class RunRecord:
     offsets: list[int] = field(default_factory=list)
     closed_at: float | None = None
     history_bytes: int = 0
+    digests: list[str] = field(default_factory=list)
 
     def encode(self) -> bytes:
         # vars(), not dataclasses.asdict(): no deep copy of the snapshot and held events
@@ -65,6 +69,17 @@ class RunRecord:
     def held_since(self) -> float | None:
         return min((h["pub"] for h in self.held.values()), default=None)
 
+
+
+def event_digest(obj: dict) -> str:
+    """A short digest of an event's content (its JSON object, keys sorted): a repeat of a
+    ``(run_id, seq)`` with another digest is not the same event.
+
+    >>> event_digest({"seq": 1, "kind": "end"}) == event_digest({"kind": "end", "seq": 1})
+    True
+    """
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 class Store(Protocol):
