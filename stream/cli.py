@@ -62,14 +62,15 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 # -- worker ---------------------------------------------------------------------------------
 def worker_config(args: argparse.Namespace):
-    from stream.config import WorkerConfig
-    from stream.config import WorkerSettings
+    from stream.attest import runner_keys
+    from stream.config import WorkerConfig, WorkerSettings
 
     settings = WorkerSettings(
         images_dir=Path(args.images).resolve() if args.images else None,
         reorder_window=args.reorder_window, reorder_timeout=args.reorder_timeout,
         deadlines=not args.no_deadlines, refine=not args.no_refine,
-        refine_on_verdict=args.refine_on_verdict, max_run_events=args.max_run_events)
+        refine_on_verdict=args.refine_on_verdict, max_run_events=args.max_run_events,
+        runner_keys={} if args.no_refine else runner_keys())
     return WorkerConfig(
         bootstrap=args.broker, app_id=args.app_id, topics=topic_names(args.topics),
         partitions=args.partitions, models_dir=Path(args.models) if args.models else None,
@@ -251,8 +252,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--refine-on-verdict", action="store_true",
                    help="also refine on runs without an outcome that the validator passed")
     p.add_argument("--drop-after", type=int, metavar="K",
-                   help="successful runs that must bypass a milestone before refinement drops "
-                   "it (default: the model's drop_after_bypasses, 2)")
+                   help="independent runners whose attested successes must agree before "
+                   "refinement drops a milestone or passes what the model fails (default 3)")
     p.add_argument("--no-deadlines", action="store_true",
                    help="no timer verdicts (deadlines, long states): like the batch validator")
     p.add_argument("--reorder-window", type=int, default=64, metavar="N",

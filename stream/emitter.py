@@ -98,16 +98,17 @@ class Emitter:
             self.finish(rec, out, pub)
 
     def finish(self, rec: RunRecord, out: Output, pub: float | None) -> None:
-        """The run's end event was fed (its verdict is final): hand a success to refinement,
-        keep only what late duplicates need."""
+        """The run's end event was fed (its verdict is final): hand a success a known runner
+        attested to refinement, keep only what late duplicates need."""
         matcher = self.runs.matchers.pop(rec.run_id, None)
         verdict = matcher.status.verdict if matcher and matcher.status else None
         if self.settings.refine and rec.complete and is_success(
-                rec.outcome, verdict, self.settings.refine_on_verdict):
+                rec.outcome, verdict, self.settings.refine_on_verdict, rec.runner):
             out.finished.append((rec.task, {"run_id": rec.run_id, "task": rec.task,
                                             "partition": rec.partition,
                                             "offsets": list(rec.offsets),
                                             "outcome": rec.outcome, "verdict": verdict,
+                                            "runner": rec.runner,
                                             "model_version": rec.version}))
         rec.snapshot, rec.offsets = None, []
         rec.closed_at = pub if pub is not None else rec.closed_at

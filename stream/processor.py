@@ -42,6 +42,7 @@ from trustlayer.errors import TraceError
 from trustlayer.judge.faults import feed_checked
 from trustlayer.observe.traces import Event, parse_event
 
+from stream.attest import CHAIN_START, attested_by, canonical, chain_link
 from stream.config import WorkerSettings
 from stream.deadletter import Rejected, decode_event, dlq_reason
 from stream.emitter import Emitter
@@ -187,8 +188,7 @@ class StreamProcessor:
         if event.seq > rec.next_seq:
             self._hold(rec, decoded.obj, len(value or b""), event, source, out)
             return
-        self._feed(rec, event, event_digest(decoded.obj), source.offset, source.timestamp, out,
-                   trigger=source.offset)
+        self._feed(rec, event, source.offset, source.timestamp, out, trigger=source.offset)
         while not rec.ended and str(rec.next_seq) in rec.held:
             held = rec.held.pop(str(rec.next_seq))
             try:
@@ -200,8 +200,7 @@ class StreamProcessor:
                 self.emitter.events_missing(rec, out, source.offset, event.ts, source.timestamp,
                                             f"seq {rec.next_seq} could not be read again")
                 break
-            self._feed(rec, early, event_digest(held["event"]), held["offset"], held["pub"], out,
-                       trigger=source.offset)
+            self._feed(rec, early, held["offset"], held["pub"], out, trigger=source.offset)
         if rec.ended:
             self.emitter.after_end(rec, out, source.topic)
 
@@ -211,9 +210,9 @@ class StreamProcessor:
         delivery), else a dead letter, and the run's verdict, if not final yet, fails with
         cause ``stream_fault``: which of the two contents happened is unknown."""
         held = rec.held.get(str(event.seq))
-        known = event_digest(held["event"]) if held else \
+        known = event_digest(canonical(held["event"])) if held else \
             rec.digests[event.seq] if event.seq < len(rec.digests) else None
-        if known is None or known == event_digest(obj):
+        if known is None or known == event_digest(canonical(obj)):
             return
         rec.last_offset = max(rec.last_offset, source.offset)
         self.runs.dirty.add(rec.run_id)
@@ -237,10 +236,16 @@ class StreamProcessor:
                                         f"seq {rec.next_seq} did not come before {len(rec.held)} "
                                         f"later events ({held_bytes} bytes)")
 
-    def _feed(self, rec: RunRecord, event: Event, digest: str, offset: int, pub: float,
-              out: Output, trigger: int) -> None:
+    def _feed(self, rec: RunRecord, event: Event, offset: int, pub: float, out: Output,
+              trigger: int) -> None:
         rec.next_seq = event.seq + 1
-        rec.digests.append(digest)
+        body = canonical(event.raw)
+        rec.digests.append(event_digest(body))
+        chain = rec.chain or CHAIN_START
+        if event.kind == "end":
+            rec.runner = attested_by(event.raw, chain, self.settings.runner_keys)
+        else:
+            rec.chain = chain_link(chain, body)
         if rec.complete:
             rec.offsets.append(offset)
         rec.last_ts, rec.last_pub = event.ts, pub

@@ -31,7 +31,8 @@ class Output:
 class RunRecord:
     """One run's state in the table (JSON). ``held`` maps seq -> held event; ``digests``
     holds the :func:`event_digest` of each event fed, by seq (kept after the run ended:
-    a late repeat is compared with it)."""
+    a late repeat is compared with it); ``chain`` the chain of the events fed
+    (:func:`stream.attest.chain_link`) and ``runner`` who attested its end, if anyone."""
 
     run_id: str
     task: str
@@ -54,6 +55,8 @@ class RunRecord:
     closed_at: float | None = None
     history_bytes: int = 0
     digests: list[str] = field(default_factory=list)
+    chain: str | None = None
+    runner: str | None = None
 
     def encode(self) -> bytes:
         # vars(), not dataclasses.asdict(): no deep copy of the snapshot and held events
@@ -71,15 +74,10 @@ class RunRecord:
 
 
 
-def event_digest(obj: dict) -> str:
-    """A short digest of an event's content (its JSON object, keys sorted): a repeat of a
-    ``(run_id, seq)`` with another digest is not the same event.
-
-    >>> event_digest({"seq": 1, "kind": "end"}) == event_digest({"kind": "end", "seq": 1})
-    True
-    """
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+def event_digest(body: bytes) -> str:
+    """A short digest of an event's canonical JSON (:func:`stream.attest.canonical`): a
+    repeat of a ``(run_id, seq)`` with another digest is not the same event."""
+    return hashlib.blake2b(body, digest_size=8).hexdigest()
 
 
 class Store(Protocol):

@@ -108,7 +108,7 @@ class Runtime:
             log.info("%d training runs for refinement", seed_runs(self.registry, cfg.train_dirs))
         self.learner = LearnPool()
         refiner = Refiner(self.registry, cfg.drop_after, cfg.settings.refine_on_verdict,
-                          learner=self.learner)
+                          learner=self.learner, runner_keys=cfg.settings.runner_keys)
         self.training = TrainingRuns(cfg, self.registry, TableStore(tables[1]), refiner,
                                      self.models, self.progress)
 
