@@ -4,7 +4,6 @@ letters, and the run's verdict is final with cause ``stream_fault`` (never the a
 the product's); keys must be the run_id in valid UTF-8 exactly."""
 from __future__ import annotations
 
-import base64
 import json
 
 import pytest
@@ -15,6 +14,7 @@ from stream.config import WorkerSettings
 from stream.processor import StreamProcessor
 from stream.records import DictStore, Output, Source
 from stream.registry import ModelRegistry
+from stream.replay import read_events
 from trustlayer.judge.matcher import judge_run
 from trustlayer.observe.traces import read_run
 
@@ -32,19 +32,10 @@ def events_of(run_id: str, new_id: str) -> list[dict]:
     return renamed(run, new_id)
 
 
-def inline(events: list[dict], directory) -> list[dict]:
-    """`events` read from `directory`, screenshots as data URIs (as the stream carries them)."""
-    for event in events:
-        observation = event.get("observation") or {}
-        if "screenshot" in observation:
-            data = (directory / observation["screenshot"]).read_bytes()
-            observation["screenshot"] = "data:image/png;base64," + base64.b64encode(data).decode()
-    return events
-
-
 @pytest.mark.parametrize("breakage", sorted(BREAKAGES))
 def test_an_undecodable_screenshot_ends_the_run_as_the_batch_validator_does(tmp_path, breakage):
-    events = inline(broken_run(tmp_path, BREAKAGES[breakage], "broken"), tmp_path)
+    broken_run(tmp_path, BREAKAGES[breakage], "broken")
+    [events] = read_events([tmp_path])
     out = processor().process_batch(as_records(events))
     [final] = finals(out.verdicts)["broken"]
     batch = judge_run(model(), read_run(tmp_path / "run.jsonl"))

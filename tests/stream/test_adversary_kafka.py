@@ -1,0 +1,138 @@
+"""The stream under an adversary and a careless fleet, on the real broker (issue 29): forged
+and corroborated-too-little successes of a failing run, a conflicting duplicate sent before
+its original, keys that are not valid UTF-8 and undecodable screenshots, among good runs.
+Every good run gets the batch validator's verdict, the faults end their runs as
+``stream_fault`` with a dead letter, the model does not change and the worker never restarts;
+and a genuine new route attested by three runners is learned."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from brokenimages import BREAKAGES, broken_run
+from streamkit import (
+    RUNNER_KEYS,
+    TRAIN,
+    Worker,
+    all_final,
+    await_topic,
+    batch_verdicts,
+    drop_state,
+    example_events,
+    model,
+    produce,
+    publish_events,
+    renamed,
+    setup,
+    train_runs,
+    unique,
+)
+
+from stream.attest import KEYS_ENV, Signer
+from stream.replay import inline_screenshot, read_events
+
+FAILING, PASSING = "jl-save-textfile-test-11", "jl-save-textfile-test-05"
+
+
+@pytest.fixture
+def runner_keys(tmp_path, monkeypatch) -> None:
+    """The workers trust runner-1..4 (not the machine's own runner, which publishes the
+    good runs: their successes must not refine the model here)."""
+    path = tmp_path / "runners.json"
+    path.write_text(json.dumps({r: k.decode() for r, k in RUNNER_KEYS.items()}))
+    monkeypatch.setenv(KEYS_ENV, str(path))
+
+
+def by_id(run_id: str, new_id: str) -> list[dict]:
+    [run] = [run for run in example_events() if run[0]["run_id"] == run_id]
+    return renamed(run, new_id)
+
+
+def claimed_success(events: list[dict]) -> list[dict]:
+    return [*events[:-1], {**events[-1], "outcome": "success"}]
+
+
+def versions(bootstrap: str, topic: str) -> set[int]:
+    return {m["version"] for m in await_topic(bootstrap, topic, lambda v: bool(v), timeout=10)}
+
+
+def test_the_stream_under_an_adversary(kafka, tmp_path, runner_keys):
+    prefix, topics, models = setup(kafka, tmp_path)
+    good = [renamed(run, f"{prefix}-good-{n}") for n, run in enumerate(example_events())]
+    # attested by the machine's own runner, which these workers do not know: forged
+    forged = [claimed_success(by_id(FAILING, f"{prefix}-forged-{n}")) for n in range(2)]
+    stolen = claimed_success(by_id(FAILING, f"{prefix}-stolen"))  # runner-1's key, stolen
+    duplicated = by_id(PASSING, f"{prefix}-dup")
+    conflict = {**duplicated[3], "action": {"type": "key", "value": "Escape"}}
+    broken = []
+    for name, breakage in sorted(BREAKAGES.items()):
+        broken_run(tmp_path / name, breakage, f"{prefix}-broken-{name}")
+        broken += read_events([tmp_path / name])
+    bad_key = {**good[0][0], "run_id": f"{prefix}-k\ufffd"}
+    worker = Worker(kafka.bootstrap, prefix, unique("adversary"), models, tmp_path / "w.log",
+                    "--train", str(TRAIN))
+    try:
+        worker.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, [e for run in forged for e in run])
+        signer = Signer("runner-1", RUNNER_KEYS["runner-1"])
+        publish_events(kafka.bootstrap, topics.events, stolen, signer)
+        produce(kafka.bootstrap, topics.events, [
+            (key, json.dumps(bad_key).encode()) for key in
+            (f"{prefix}-k".encode() + b"\xff", f"{prefix}-k".encode() + b"\xfe")])
+        publish_events(kafka.bootstrap, topics.events,
+                       [*duplicated[:3], conflict, *duplicated[3:]]
+                       + [e for run in broken for e in run] + [e for run in good for e in run])
+        faulty = [forged[0], forged[1], stolen, duplicated, *broken]
+        verdicts = await_topic(kafka.bootstrap, topics.verdicts, all_final([*good, *faulty]),
+                               worker, timeout=90)
+        dead = await_topic(kafka.bootstrap, topics.dlq, lambda v: len(v) >= 6, worker,
+                           timeout=30)
+        again = by_id(FAILING, f"{prefix}-again")
+        publish_events(kafka.bootstrap, topics.events, again)
+        verdicts = await_topic(kafka.bootstrap, topics.verdicts, all_final([again]), worker,
+                               timeout=60)
+        assert worker.process.proc.poll() is None, worker.log_tail()
+        restarts = len(worker.ready_lines()) - 1
+    finally:
+        worker.stop()
+    final = {v["run_id"]: v for v in verdicts if v["final"]}
+    batch = batch_verdicts()
+    for run in good:
+        original = run[0]["run_id"].replace(f"{prefix}-good-", "")
+        original = example_events()[int(original)][0]["run_id"]
+        got = final[run[0]["run_id"]]
+        assert (got["verdict"], got["reason"], got["cause"]) == \
+            (batch[original]["verdict"], batch[original]["reason"], batch[original]["cause"])
+    for run in [*forged, stolen, again]:
+        assert final[run[0]["run_id"]]["verdict"] == "fail"
+    for run in [duplicated, *broken]:
+        assert (final[run[0]["run_id"]]["verdict"], final[run[0]["run_id"]]["cause"]) == \
+            ("fail", "stream_fault"), final[run[0]["run_id"]]
+    reasons = sorted(d["reason"] for d in dead)
+    assert reasons == sorted(["wrong_key"] * 2 + ["conflicting_duplicate"]
+                             + ["bad_image"] * len(broken)), reasons
+    assert versions(kafka.bootstrap, topics.models) == {model().version}  # no refinement
+    assert restarts == 0 and "restarting the worker" not in worker.log_tail(10 ** 7)
+
+
+def test_a_new_route_attested_by_three_runners_is_learned(kafka, tmp_path, runner_keys):
+    prefix, topics, models = setup(kafka, tmp_path)
+    sid = model().essential[1]
+    name = model().name(sid)
+    route = [drop_state(train_runs()[n], sid, f"{prefix}-route-{n}") for n in range(3)]
+    worker = Worker(kafka.bootstrap, prefix, unique("route"), models, tmp_path / "w.log",
+                    "--train", str(TRAIN))
+    try:
+        worker.wait_ready()
+        for number, run in enumerate(route, start=1):
+            runner = f"runner-{number}"
+            publish_events(kafka.bootstrap, topics.events,
+                           [inline_screenshot(event.raw, TRAIN) for event in run.events],
+                           Signer(runner, RUNNER_KEYS[runner]))
+        learned = await_topic(kafka.bootstrap, topics.models,
+                              lambda v: any(m["version"] == 2 for m in v), worker, timeout=120)
+    finally:
+        worker.stop()
+    entry = next(m for m in learned if m["version"] == 2)["history"][-1]
+    assert entry["action"] == "refined" and entry["dropped"] == [name]
+    assert sorted(entry["runs"]) == sorted(run.run_id for run in route)
