@@ -7,6 +7,7 @@ and a genuine new route attested by three runners is learned."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from brokenimages import BREAKAGES, broken_run
@@ -136,3 +137,29 @@ def test_a_new_route_attested_by_three_runners_is_learned(kafka, tmp_path, runne
     entry = next(m for m in learned if m["version"] == 2)["history"][-1]
     assert entry["action"] == "refined" and entry["dropped"] == [name]
     assert sorted(entry["runs"]) == sorted(run.run_id for run in route)
+
+
+def test_a_burst_after_an_idle_spell_is_no_stall(kafka, tmp_path):
+    """Idle for twice the restart threshold, then a burst: the stall guard measures from the
+    burst, not from the last record before the idle spell, and restarts nothing (beside
+    ``test_a_worker_whose_topic_disappears_restarts_itself_and_counts_it``'s real stall, which does restart)."""
+    prefix, topics, models = setup(kafka, tmp_path)
+    first = renamed(example_events()[0], f"{prefix}-first")
+    burst = [renamed(run, f"{prefix}-burst-{n}-{i}") for n in range(10)
+             for i, run in enumerate(example_events())]
+    worker = Worker(kafka.bootstrap, prefix, unique("idle"), models, tmp_path / "w.log",
+                    "--stall-restart", "3", "--no-refine")
+    try:
+        worker.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, first)
+        await_topic(kafka.bootstrap, topics.verdicts, all_final([first]), worker, timeout=60)
+        time.sleep(6.0)  # idle: twice --stall-restart
+        publish_events(kafka.bootstrap, topics.events, [e for run in burst for e in run])
+        await_topic(kafka.bootstrap, topics.verdicts, all_final(burst), worker, timeout=120)
+        time.sleep(2.0)  # a tick or two after the burst
+        assert worker.process.proc.poll() is None, worker.log_tail()
+        restarts = len(worker.ready_lines()) - 1
+    finally:
+        worker.stop()
+    log = worker.log_tail(10 ** 7)
+    assert restarts == 0 and "restarting the worker" not in log, log[-3000:]
