@@ -22,6 +22,8 @@ class WorkerSettings:
         runner attested (:mod:`stream.attest`).
     refine_on_verdict : also runs without a known outcome that the validator passed.
     runner_keys : the runners whose attested outcomes are trusted, and their keys.
+    end_silence : seconds without events after which a run without its end is finalised as
+        ``incomplete`` (None: from its model's learned durations, at least 30 s).
     retention : seconds a finished run stays in the table (late duplicates are ignored).
     max_run_events, max_history_bytes : a run with more events, or whose matcher keeps more
         bytes of history (its states and the actions between), fails with "run too long":
@@ -36,6 +38,7 @@ class WorkerSettings:
     refine: bool = True
     refine_on_verdict: bool = False
     runner_keys: dict[str, bytes] = field(default_factory=dict)
+    end_silence: float | None = None
     retention: float = 3600.0
     max_run_events: int = 20_000
     max_history_bytes: int = 1_000_000

@@ -9,7 +9,7 @@ from typing import Callable
 
 from trustlayer.judge.faults import STREAM_FAULT
 from trustlayer.judge.matcher import Matcher
-from trustlayer.judge.status import FAILED, Status
+from trustlayer.judge.status import FAILED, INCOMPLETE, Status
 
 from stream.config import WorkerSettings
 from stream.deadletter import dead_letter
@@ -96,6 +96,19 @@ class Emitter:
         self.emit(rec, status, out, trigger, verdict_ts, pub)
         if rec.ended:
             self.finish(rec, out, pub)
+
+    def incomplete(self, rec: RunRecord, out: Output, verdict_ts: float, silent: float) -> None:
+        """Finalise a run whose end never came, as ``incomplete``: its last status and
+        reason stay in the reason (it is not learned from, whatever comes later)."""
+        status = self.runs.matcher(rec).status
+        if status is None or rec.final:
+            return
+        rec.complete, rec.offsets = False, []
+        last = status.status + (f": {status.reason}" if status.reason else "")
+        status.reason = (f"no end event for {silent:.0f} s after seq {rec.next_seq - 1} "
+                         f"(last status {last})")
+        status.status, status.final = INCOMPLETE, True
+        self.emit(rec, status, out, None, verdict_ts, None)
 
     def finish(self, rec: RunRecord, out: Output, pub: float | None) -> None:
         """The run's end event was fed (its verdict is final): hand a success a known runner

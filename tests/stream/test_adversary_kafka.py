@@ -1,6 +1,7 @@
 """The stream under an adversary and a careless fleet, on the real broker (issue 29): forged
 and corroborated-too-little successes of a failing run, a conflicting duplicate sent before
-its original, keys that are not valid UTF-8 and undecodable screenshots, among good runs.
+its original, keys that are not valid UTF-8, undecodable screenshots and a run whose end
+never comes, among good runs.
 Every good run gets the batch validator's verdict, the faults end their runs as
 ``stream_fault`` with a dead letter, the model does not change and the worker never restarts;
 and a genuine new route attested by three runners is learned."""
@@ -70,8 +71,9 @@ def test_the_stream_under_an_adversary(kafka, tmp_path, runner_keys):
         broken_run(tmp_path / name, breakage, f"{prefix}-broken-{name}")
         broken += read_events([tmp_path / name])
     bad_key = {**good[0][0], "run_id": f"{prefix}-k\ufffd"}
+    abandoned = by_id(PASSING, f"{prefix}-abandoned")[:-1]  # its end never comes
     worker = Worker(kafka.bootstrap, prefix, unique("adversary"), models, tmp_path / "w.log",
-                    "--train", str(TRAIN))
+                    "--train", str(TRAIN), "--end-silence", "5")
     try:
         worker.wait_ready()
         publish_events(kafka.bootstrap, topics.events, [e for run in forged for e in run])
@@ -82,8 +84,9 @@ def test_the_stream_under_an_adversary(kafka, tmp_path, runner_keys):
             (f"{prefix}-k".encode() + b"\xff", f"{prefix}-k".encode() + b"\xfe")])
         publish_events(kafka.bootstrap, topics.events,
                        [*duplicated[:3], conflict, *duplicated[3:]]
-                       + [e for run in broken for e in run] + [e for run in good for e in run])
-        faulty = [forged[0], forged[1], stolen, duplicated, *broken]
+                       + [e for run in broken for e in run] + [e for run in good for e in run]
+                       + abandoned)
+        faulty = [forged[0], forged[1], stolen, duplicated, *broken, abandoned]
         verdicts = await_topic(kafka.bootstrap, topics.verdicts, all_final([*good, *faulty]),
                                worker, timeout=90)
         dead = await_topic(kafka.bootstrap, topics.dlq, lambda v: len(v) >= 6, worker,
@@ -109,6 +112,9 @@ def test_the_stream_under_an_adversary(kafka, tmp_path, runner_keys):
     for run in [duplicated, *broken]:
         assert (final[run[0]["run_id"]]["verdict"], final[run[0]["run_id"]]["cause"]) == \
             ("fail", "stream_fault"), final[run[0]["run_id"]]
+    gone = final[abandoned[0]["run_id"]]
+    assert (gone["verdict"], gone["status"]) == ("incomplete", "incomplete")
+    assert "no end event for" in gone["reason"] and "(last status passed" in gone["reason"]
     reasons = sorted(d["reason"] for d in dead)
     assert reasons == sorted(["wrong_key"] * 2 + ["conflicting_duplicate"]
                              + ["bad_image"] * len(broken)), reasons
