@@ -50,6 +50,7 @@ from stream.metrics import Metrics
 from stream.records import Output, RunRecord, Source, Store, event_digest
 from stream.registry import ModelRegistry
 from stream.runbook import RunBook
+from stream.shadow import ShadowTrials
 from stream.silence import Silence
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ class StreamProcessor:
         self.runs = RunBook(registry, store, self.metrics)
         self.emitter = Emitter(self.runs, self.settings, self.metrics, clock)
         self.silence = Silence(self.runs, self.emitter, self.settings, clock)
+        self.shadow = ShadowTrials(registry, self.metrics, self.settings.shadow_runs)
         self._fed: Tally = Tally()  # events fed by task and kind, for the metrics
         registry.listeners.append(self.metrics.model_known)
         for task in registry.tasks():
@@ -166,6 +168,7 @@ class StreamProcessor:
                 raise Rejected("no_model", f"{where}: no model for task {event.task!r}")
             rec = RunRecord(event.run_id, event.task, model.version, source.partition)
             self.runs.cache[rec.run_id] = rec
+            self.shadow.start(rec)
         seen = event.seq < rec.next_seq or str(event.seq) in rec.held
         if seen and source.partition == rec.partition and source.offset <= rec.last_offset:
             # processed before a restart: send again, unchanged, what it caused then (an
@@ -278,5 +281,9 @@ class StreamProcessor:
                                  f"(max_history_bytes)")
             return
         self.emitter.emit(rec, status, out, trigger, event.ts, pub)
+        self.shadow.feed(rec, event)
         if rec.ended:
+            decided = self.shadow.ended(rec, status)
+            if decided is not None:
+                out.models.append(decided)
             self.emitter.finish(rec, out, pub)

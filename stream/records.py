@@ -25,6 +25,7 @@ class Output:
     verdicts: list[tuple[str, dict]] = field(default_factory=list)
     dlq: list[tuple[bytes | None, dict]] = field(default_factory=list)
     finished: list[tuple[str, dict]] = field(default_factory=list)
+    models: list = field(default_factory=list)  # versions to publish (stream.shadow)
 
 
 @dataclass
@@ -57,6 +58,7 @@ class RunRecord:
     digests: list[str] = field(default_factory=list)
     chain: str | None = None
     runner: str | None = None
+    shadow_version: int | None = None
 
     def encode(self) -> bytes:
         # vars(), not dataclasses.asdict(): no deep copy of the snapshot and held events

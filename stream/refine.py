@@ -11,9 +11,10 @@ training runs and the model is learned again from them with the core's
 Guard: no one runner, honest but wrong or holding a stolen key, changes what the model
 passes. A run that would (:func:`changes`: it bypasses a milestone of the current model, or
 the current model fails it) is held back until the attested successes of K independent
-runners (``drop_after``, default :data:`CORROBORATION`) show that same change; then they are
-merged together. A new version that would drop a milestone fewer than K runners bypassed
-(learning regrouped states) is refused and its runs are held.
+runners (``drop_after``, default :data:`CORROBORATION`) show that same change; the version
+learned with them is then tried in shadow (:mod:`stream.shadow`) and its runs join the
+training runs only when it is promoted. A new version that would drop a milestone fewer
+than K runners bypassed (learning regrouped states) is refused and its runs are held.
 
 Nothing here needs a broker; the worker calls :meth:`Refiner.learn_one` and publishes the
 returned version.
@@ -84,7 +85,8 @@ class Refinement:
     ----------
     model : the new version to publish (already numbered, change log extended), or None.
     merged : runs merged into the training runs now (this one and held runs it unlocked).
-    held : runs held back now (this one, or runs a refused version would have merged).
+    held : runs held back now (this one, runs a refused version would have merged, or
+        those of a version to try in shadow).
     bypasses : change (see :func:`changes`) -> how many independent runners' attested
         successes (held ones and this) show it.
     diff : ``{"added": [...], "dropped": [...]}`` of the new version against the old.
@@ -143,6 +145,11 @@ class Refiner:
         if run.run_id in training or run.run_id in pending:
             return Refinement(task, run.run_id, "already merged or held")
 
+        on_trial = registry.shadow(task)
+        if on_trial is not None:
+            pending[run.run_id] = run
+            return Refinement(task, run.run_id, f"held: version {on_trial.version} is on "
+                              "trial in shadow", held=[run.run_id])
         threshold = self.drop_after or max(CORROBORATION, current.settings.drop_after_bypasses)
         candidates = {**pending, run.run_id: run}
         changed = {rid: changes(current, r) for rid, r in candidates.items()}
@@ -180,6 +187,13 @@ class Refiner:
                               f"{threshold} independent runners bypassed", held=merged,
                               bypasses=bypasses, diff=diff)
 
+        if any(changed[rid] for rid in merged):  # tried in shadow first (stream.shadow)
+            for rid in merged:
+                pending[rid] = candidates[rid]
+            model = registry.derive(learned, "refined", parent=current, runs=sorted(merged),
+                                    bypasses=bypasses, shadow=True)
+            return Refinement(task, run.run_id, f"version {model.version} to try in shadow",
+                              model=model, held=sorted(merged), bypasses=bypasses, diff=diff)
         for rid in merged:
             training[rid] = candidates[rid]
             pending.pop(rid, None)

@@ -138,6 +138,8 @@ class Runtime:
                 (m.key, m.value, Source(m.partition, m.offset, m.timestamp or 0.0, m.topic))
                 for m in turn)
             self.fetched.put_back(batch[len(judged):])
+            for model in out.models:  # a shadow trial ended (stream.shadow)
+                await self.models.publish(model)
             self.checkpoint.add(judged, out, await self.outlets.send(out))
             now = time.monotonic()
             for m in judged:

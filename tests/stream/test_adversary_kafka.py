@@ -122,27 +122,45 @@ def test_the_stream_under_an_adversary(kafka, tmp_path, runner_keys):
     assert restarts == 0 and "restarting the worker" not in worker.log_tail(10 ** 7)
 
 
-def test_a_new_route_attested_by_three_runners_is_learned(kafka, tmp_path, runner_keys):
+def test_a_new_route_attested_by_three_runners_is_tried_in_shadow_then_used(kafka, tmp_path,
+                                                                           runner_keys):
     prefix, topics, models = setup(kafka, tmp_path)
     sid = model().essential[1]
     name = model().name(sid)
-    route = [drop_state(train_runs()[n], sid, f"{prefix}-route-{n}") for n in range(3)]
+    route = [drop_state(train_runs()[n], sid, f"{prefix}-route-{n}") for n in range(6)]
     worker = Worker(kafka.bootstrap, prefix, unique("route"), models, tmp_path / "w.log",
-                    "--train", str(TRAIN))
+                    "--train", str(TRAIN), "--shadow-runs", "2")
     try:
         worker.wait_ready()
-        for number, run in enumerate(route, start=1):
+        for number, run in enumerate(route[:3], start=1):
             runner = f"runner-{number}"
             publish_events(kafka.bootstrap, topics.events,
                            [inline_screenshot(event.raw, TRAIN) for event in run.events],
                            Signer(runner, RUNNER_KEYS[runner]))
+        await_topic(kafka.bootstrap, topics.models, lambda v: any(m["version"] == 2 for m in v),
+                    worker, timeout=120)
+        time.sleep(1.0)  # the worker follows the models topic
+        tried = [[inline_screenshot(event.raw, TRAIN) for event in run.events]
+                 for run in route[3:5]]
+        publish_events(kafka.bootstrap, topics.events, [e for run in tried for e in run])
         learned = await_topic(kafka.bootstrap, topics.models,
-                              lambda v: any(m["version"] == 2 for m in v), worker, timeout=120)
+                              lambda v: any(m["version"] == 3 for m in v), worker, timeout=120)
+        time.sleep(1.0)
+        after = [inline_screenshot(event.raw, TRAIN) for event in route[5].events]
+        publish_events(kafka.bootstrap, topics.events, after)
+        verdicts = await_topic(kafka.bootstrap, topics.verdicts, all_final([*tried, after]),
+                               worker, timeout=60)
     finally:
         worker.stop()
-    entry = next(m for m in learned if m["version"] == 2)["history"][-1]
-    assert entry["action"] == "refined" and entry["dropped"] == [name]
-    assert sorted(entry["runs"]) == sorted(run.run_id for run in route)
+    shadow = next(m for m in learned if m["version"] == 2)["history"][-1]
+    assert shadow["action"] == "refined" and shadow["dropped"] == [name] and shadow["shadow"]
+    assert sorted(shadow["runs"]) == sorted(run.run_id for run in route[:3])
+    promoted = next(m for m in learned if m["version"] == 3)["history"][-1]
+    assert (promoted["action"], promoted["promoted"]) == ("promoted", 2)
+    final = {v["run_id"]: v for v in verdicts if v["final"]}
+    # judged by the version in use while on trial, by the promoted one after
+    assert [(final[run[0]["run_id"]]["verdict"], final[run[0]["run_id"]]["model_version"])
+            for run in [*tried, after]] == [("fail", 1), ("fail", 1), ("pass", 3)]
 
 
 def test_a_burst_after_an_idle_spell_is_no_stall(kafka, tmp_path):

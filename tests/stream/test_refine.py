@@ -121,13 +121,26 @@ def test_a_milestone_is_dropped_only_after_k_independent_runners_bypassed_it():
     assert two.model is None and f"'{name}' (2 of 3)" in two.reason
 
     three = drop_state(train_runs()[3], sid, "bypass-3")
-    merged = learner.learn_one(attested(three, "runner-3"))
-    assert merged.model is not None, merged.reason
-    assert sorted(merged.merged) == ["bypass-1", "bypass-1b", "bypass-2", "bypass-3"]
-    assert merged.diff["dropped"] == [name] and merged.bypasses[name] == 3
-    assert merged.model.history[-1]["dropped"] == [name]
-    assert name not in [merged.model.name(s) for s in merged.model.essential]
-    assert not registry.pending[model().task]
+    tried = learner.learn_one(attested(three, "runner-3"))
+    assert tried.model is not None, tried.reason
+    runs = ["bypass-1", "bypass-1b", "bypass-2", "bypass-3"]
+    assert tried.merged == [] and tried.held == runs  # held until the version is promoted
+    assert tried.diff["dropped"] == [name] and tried.bypasses[name] == 3
+    entry = tried.model.history[-1]
+    assert entry["dropped"] == [name] and entry["shadow"] is True and entry["runs"] == runs
+    assert name not in [tried.model.name(s) for s in tried.model.essential]
+    # tried in shadow: runs still start on the version in use, refinement waits
+    registry.add(tried.model)
+    assert registry.latest(model().task) is model() and registry.shadow(model().task) is \
+        tried.model
+    waiting = learner.learn_one(attested(relabel(train_runs()[4], "meanwhile"), "runner-1"))
+    assert waiting.model is None and f"version {tried.model.version} is on trial" in \
+        waiting.reason
+    promoted = registry.derive(tried.model, "promoted", parent=tried.model, runs=runs)
+    registry.add(promoted)
+    assert registry.latest(model().task) is promoted and registry.shadow(model().task) is None
+    assert set(runs) <= set(registry.runs[model().task])
+    assert set(registry.pending[model().task]) == {"meanwhile"}
 
 
 def test_a_lower_k_holds_fewer_runs():
