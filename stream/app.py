@@ -169,6 +169,7 @@ def run_worker(cfg: WorkerConfig, loglevel: str = "warning", stalls: int = 0) ->
         code = int(exc.code or 0)
     finally:
         rt.learner.stop()
+        rt.decoder.stop()
     return EXIT_RESTART if rt.watchdog.restart else code
 
 

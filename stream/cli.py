@@ -71,7 +71,7 @@ def worker_config(args: argparse.Namespace):
         deadlines=not args.no_deadlines, refine=not args.no_refine,
         refine_on_verdict=args.refine_on_verdict, max_run_events=args.max_run_events,
         runner_keys={} if args.no_refine else runner_keys(), end_silence=args.end_silence,
-        shadow_runs=args.shadow_runs)
+        shadow_runs=args.shadow_runs, decode_budget=args.decode_budget)
     return WorkerConfig(
         bootstrap=args.broker, app_id=args.app_id, topics=topic_names(args.topics),
         partitions=args.partitions, models_dir=Path(args.models) if args.models else None,
@@ -255,6 +255,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--drop-after", type=int, metavar="K",
                    help="independent runners whose attested successes must agree before "
                    "refinement drops a milestone or passes what the model fails (default 3)")
+    p.add_argument("--decode-budget", type=float, default=5.0, metavar="S",
+                   help="seconds a screenshot may take to decode before its run ends as a "
+                   "stream fault (default 5)")
     p.add_argument("--shadow-runs", type=int, default=20, metavar="N",
                    help="runs a refined version that changes what the model passes judges in "
                    "shadow before it is used (default 20)")

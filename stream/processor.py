@@ -44,7 +44,7 @@ from trustlayer.observe.traces import Event, parse_event
 
 from stream.attest import CHAIN_START, attested_by, canonical, chain_link
 from stream.config import WorkerSettings
-from stream.deadletter import Rejected, decode_event, dlq_reason
+from stream.deadletter import Decoded, Rejected, decode_event, dlq_reason
 from stream.emitter import Emitter
 from stream.metrics import Metrics
 from stream.records import Output, RunRecord, Source, Store, event_digest
@@ -101,20 +101,33 @@ class StreamProcessor:
         out = Output()
         for key, value, source in records:
             self.process(key, value, source, out)
+        self.count()
+        return out
+
+    def count(self) -> None:
+        """Count the events processed since the last call in the metrics."""
         for (task, kind), count in self._fed.items():
             self.metrics.events.labels(task, kind).inc(count)
         self._fed.clear()
-        return out
+
+    def read(self, key: bytes | None, value: bytes | None, source: Source) -> Decoded | None:
+        """The record's event, read and checked (screenshots too, from their headers) but
+        not judged, for :meth:`process`; None for a record it refuses (it says why)."""
+        try:
+            return decode_event(key, value, _where(source), self.registry,
+                                self.settings.images_dir)
+        except Rejected:
+            return None
 
     def process(self, key: bytes | None, value: bytes | None, source: Source,
-                out: Output | None = None) -> Output:
-        """Process one record (not yet written to the store: see :meth:`flush`). A record
-        the worker fails on goes to the DLQ as ``internal_error`` (logged with its
-        traceback): one record never stops the others."""
+                out: Output | None = None, decoded: Decoded | None = None) -> Output:
+        """Process one record (not yet written to the store: see :meth:`flush`), `decoded`
+        by :meth:`read` if given. A record the worker fails on goes to the DLQ as
+        ``internal_error`` (logged with its traceback): one record never stops the others."""
         out = out if out is not None else Output()
-        where = f"{source.topic}[{source.partition}]@{source.offset}"
+        where = _where(source)
         try:
-            self._process(key, value, source, where, out)
+            self._process(key, value, source, where, out, decoded)
         except Rejected as exc:
             self.emitter.dead(out, key, value, source, exc.reason, exc.message)
         except Exception as exc:  # noqa: BLE001 - a bug must not stop the other runs
@@ -159,8 +172,9 @@ class StreamProcessor:
 
     # -- one record -----------------------------------------------------------------------------
     def _process(self, key: bytes | None, value: bytes | None, source: Source, where: str,
-                 out: Output) -> None:
-        decoded = decode_event(key, value, where, self.registry, self.settings.images_dir)
+                 out: Output, decoded: Decoded | None) -> None:
+        decoded = decoded or decode_event(key, value, where, self.registry,
+                                          self.settings.images_dir)
         event, model = decoded.event, decoded.model
         rec = self.runs.record(event.run_id)
         if rec is None:
@@ -287,3 +301,8 @@ class StreamProcessor:
             if decided is not None:
                 out.models.append(decided)
             self.emitter.finish(rec, out, pub)
+
+
+def _where(source: Source) -> str:
+    """The record named in messages: topic, partition and offset."""
+    return f"{source.topic}[{source.partition}]@{source.offset}"

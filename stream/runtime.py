@@ -23,6 +23,7 @@ from aiokafka import TopicPartition
 
 from stream.checkpoint import Checkpoint
 from stream.config import WorkerConfig
+from stream.decoding import Decoder, screenshot_of
 from stream.fetched import FetchedEvents
 from stream.metrics import Metrics
 from stream.model_feed import ModelFeed
@@ -107,6 +108,7 @@ class Runtime:
         if cfg.train_dirs:
             log.info("%d training runs for refinement", seed_runs(self.registry, cfg.train_dirs))
         self.learner = LearnPool()
+        self.decoder = Decoder(cfg.settings.decode_budget)
         refiner = Refiner(self.registry, cfg.drop_after, cfg.settings.refine_on_verdict,
                           learner=self.learner, runner_keys=cfg.settings.runner_keys)
         self.training = TrainingRuns(cfg, self.registry, TableStore(tables[1]), refiner,
@@ -133,10 +135,10 @@ class Runtime:
             # both give the same verdicts and table records (processing is deterministic).
             batch = await self.fetched.take(self.cfg.batch_max)
             judged: list[Any] = []
-            turn = within_turn(batch, time.monotonic() + JUDGE_TURN, judged)
-            out = self.processor.process_batch(
-                (m.key, m.value, Source(m.partition, m.offset, m.timestamp or 0.0, m.topic))
-                for m in turn)
+            out = Output()
+            for message in within_turn(batch, time.monotonic() + JUDGE_TURN, judged):
+                await self.judge_one(message, out)
+            self.processor.count()
             self.fetched.put_back(batch[len(judged):])
             for model in out.models:  # a shadow trial ended (stream.shadow)
                 await self.models.publish(model)
@@ -148,6 +150,17 @@ class Runtime:
             # verdicts just judged), the fetching and the timers would wait until the
             # judge had emptied the fetch buffer (up to 4,096 records, seconds of work)
             await asyncio.sleep(0)
+
+    async def judge_one(self, message: Any, out: Output) -> None:
+        """Judge one fetched record, its screenshot decoded off the event loop first
+        (:mod:`stream.decoding`)."""
+        source = Source(message.partition, message.offset, message.timestamp or 0.0,
+                        message.topic)
+        decoded = self.processor.read(message.key, message.value, source)
+        shot = None if decoded is None else screenshot_of(decoded.event)
+        if shot is not None:
+            await self.decoder.decode(shot)
+        self.processor.process(message.key, message.value, source, out, decoded)
 
     async def refine(self, stream: Any) -> None:
         """The ``refine`` agent: one finished run at a time (see :mod:`stream.training`)."""

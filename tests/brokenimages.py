@@ -61,3 +61,15 @@ def broken_run(directory: Path, breakage: Callable[[bytes], bytes],
         observation["screenshot"] = name
     (directory / "run.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     return events
+
+
+def heavy_png(side: int = 6000) -> bytes:
+    """A 16-bit grayscale PNG of `side`² pixels (under the pixel limit) whose decoding takes
+    the CPU a while, yet small on disk (a smooth gradient compresses well)."""
+    row = bytearray()
+    for x in range(side):
+        row += ((x * 7) % 65536).to_bytes(2, "big")
+    rows = b"".join(bytes(row[2 * (y % 64):] + row[:2 * (y % 64)]) for y in range(side))
+    buffer = io.BytesIO()
+    Image.frombytes("I;16B", (side, side), rows).save(buffer, "PNG")
+    return buffer.getvalue()

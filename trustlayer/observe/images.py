@@ -26,13 +26,15 @@ IMAGE_FORMATS = ("PNG", "JPEG", "WEBP")
 class ImageRef:
     """A screenshot held as its encoded bytes; pixels are decoded on first use."""
 
-    __slots__ = ("data", "origin", "sha256", "size", "_gray")
+    __slots__ = ("_gray", "data", "failure", "origin", "sha256", "size")
 
     def __init__(self, data: bytes, origin: str):
         self.data, self.origin = data, origin
         self.sha256 = hashlib.sha256(data).hexdigest()
         self._gray: Image.Image | None = None
         self.size: tuple[int, int] | None = None
+        #: why the pixels cannot be used (set when decoding failed or ran out of time)
+        self.failure: str | None = None
 
     def gray(self, min_side: int = 0) -> Image.Image:
         """The decoded image in 8-bit grayscale (decoded once), first reduced by a whole
@@ -42,13 +44,16 @@ class ImageRef:
         (a truncated file, corrupt compressed data, a palette image without its palette):
         the header, checked when the event was read, promised an image the data is not.
         """
+        if self.failure is not None:
+            raise UnjudgeableEvent(self.failure)
         if self._gray is None or min_side == 0 and self._gray.size != self.size:
             try:
                 self._gray = self._decode(min_side)
             except Exception as exc:  # Pillow raises OSError, SyntaxError,
                 # ValueError, zlib.error... for bad data: each means the same here
-                raise UnjudgeableEvent(f"screenshot {self.origin} does not decode "
-                                       f"({type(exc).__name__}: {exc})") from exc
+                self.failure = (f"screenshot {self.origin} does not decode "
+                                f"({type(exc).__name__}: {exc})")
+                raise UnjudgeableEvent(self.failure) from exc
         return self._gray
 
     def _decode(self, min_side: int) -> Image.Image:

@@ -1,0 +1,56 @@
+"""Screenshots are decoded off the event loop within a time budget: the loop goes on while a
+heavy one decodes, and one over budget (or undecodable) ends its run as ``stream_fault``."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+from brokenimages import heavy_png, truncated_png
+
+from stream.decoding import Decoder
+from trustlayer.errors import UnjudgeableEvent
+from trustlayer.observe.images import ImageRef
+
+import pytest
+
+
+def decode(shot: ImageRef, budget: float) -> float:
+    """Decode `shot` with `budget`; the longest the event loop went without a turn."""
+    async def run() -> float:
+        decoder = Decoder(budget)
+        longest, last = 0.0, time.monotonic()
+        task = asyncio.create_task(decoder.decode(shot))
+        while not task.done():
+            await asyncio.sleep(0.005)
+            now = time.monotonic()
+            longest, last = max(longest, now - last), now
+        await task
+        decoder.stop()
+        return longest
+
+    return asyncio.run(run())
+
+
+def test_a_heavy_screenshot_decodes_while_the_event_loop_goes_on():
+    shot = ImageRef(heavy_png(), "heavy.png")
+    started = time.monotonic()
+    longest = decode(shot, budget=60)
+    took = time.monotonic() - started
+    assert shot.failure is None and shot.gray(128).size[0] >= 128
+    assert longest < max(0.1, took / 3), (longest, took)
+
+
+def test_a_screenshot_over_budget_fails_its_event():
+    shot = ImageRef(heavy_png(), "heavy.png")
+    decode(shot, budget=0.001)
+    assert shot.failure == "screenshot heavy.png took over 0.001 s to decode (setting " \
+        "decode_budget)"
+    with pytest.raises(UnjudgeableEvent, match="took over"):
+        shot.gray(128)
+
+
+def test_an_undecodable_screenshot_is_marked_once():
+    shot = ImageRef(truncated_png(heavy_png(800)), "cut.png")
+    decode(shot, budget=60)
+    assert shot.failure is not None and shot.failure.startswith("screenshot cut.png does not "
+                                                                "decode")
