@@ -29,7 +29,7 @@ from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from brokenimages import heavy_png  # noqa: E402
+from brokenimages import heavy_png
 
 
 def heavy_run(run_id: str, task: str, count: int) -> list[dict]:

@@ -19,8 +19,9 @@ import hashlib
 import hmac
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from stream.signing import key_file, state_dir
 

@@ -6,7 +6,7 @@ also fed to a matcher on the shadow version (in memory: a run resumed after a re
 not compared). When the run ends both final verdicts are compared; every disagreement is
 counted (``trustlayer_shadow_disagreements_total``, alert ``ShadowVerdictsDisagree``) and
 logged. A shadow version that passes a run whose end says ``failure`` is rejected at once:
-a rollback to the version in use ends its trial and its runs are dropped. After
+a rollback to the version it was tried against ends its trial and its runs are dropped. After
 ``shadow_runs`` runs compared without that, it is promoted: a new version with its body,
 used from then on. ``trustlayer models rollback`` undoes either.
 """
@@ -54,12 +54,12 @@ class ShadowTrials:
         """The run ended with the final status `used`: compare it with the shadow's; the
         version to publish when that ends the trial (a promotion or a rejecting rollback)."""
         matcher = self.matchers.pop(rec.run_id, None)
-        shadow = None if rec.shadow_version is None else \
-            self.registry.get(rec.task, rec.shadow_version)
-        trial = (rec.task, rec.shadow_version)
+        shadow = self.registry.shadow(rec.task)
         if matcher is None or matcher.status is None or shadow is None \
-                or self.registry.shadow(rec.task) is not shadow or trial in self.decided:
+                or shadow.version != rec.shadow_version \
+                or (rec.task, shadow.version) in self.decided:
             return None  # resumed after a restart, or the trial already ended
+        trial = (rec.task, shadow.version)
         self.compared[trial] = self.compared.get(trial, 0) + 1
         self.metrics.shadow_runs.labels(rec.task).inc()
         verdict = matcher.status.verdict
@@ -84,9 +84,9 @@ class ShadowTrials:
                                     promoted=shadow.version, runs=runs)
 
     def _reject(self, shadow: Model, run_id: str) -> Model:
-        used = self.registry.latest(shadow.task)
         log.warning("%s v%d in shadow rejected: it passes run %s, whose end says failure",
                     shadow.task, shadow.version, run_id)
-        return self.registry.rollback(shadow.task, used.version, rejected_shadow=shadow.version,
+        tried_against = shadow.history[-1]["parent"]
+        return self.registry.rollback(shadow.task, tried_against, rejected_shadow=shadow.version,
                                       rejected_runs=shadow.history[-1].get("runs", []),
                                       because=run_id)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from devsets import REPO
 from PIL import Image

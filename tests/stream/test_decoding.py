@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
 from brokenimages import heavy_png, truncated_png
 
 from stream.decoding import Decoder
 from trustlayer.errors import UnjudgeableEvent
 from trustlayer.observe.images import ImageRef
-
-import pytest
 
 
 def decode(shot: ImageRef, budget: float) -> float:

@@ -171,6 +171,6 @@ def test_attested_successes_of_a_failing_run_from_two_runners_change_nothing():
         claimed.events[-1] = replace(claimed.events[-1], outcome="success")
         result = learner.learn_one(attested(claimed, runner))
         assert result.model is None and result.held == [f"poison-{number}"], result.reason
-        assert "(%d of 3)" % (number + 1) in result.reason
+        assert f"({number + 1} of 3)" in result.reason
     assert registry.latest(model().task) is model()
     assert judge_run(registry.latest(model().task), failing).verdict == "fail"

@@ -3,7 +3,15 @@ by both versions, disagreements counted; it is promoted after ``shadow_runs`` ru
 rejected at once when it passes a run whose end says failure."""
 from __future__ import annotations
 
-from streamkit import RUNNER_KEYS, TRAIN, as_records, attested, drop_state, model, train_runs
+from streamkit import (
+    RUNNER_KEYS,
+    TRAIN,
+    as_records,
+    attested,
+    drop_state,
+    model,
+    train_runs,
+)
 
 from stream.config import WorkerSettings
 from stream.processor import StreamProcessor

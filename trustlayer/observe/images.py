@@ -61,11 +61,12 @@ class ImageRef:
             self.size = image.size
             factor = max(1, min(image.size) // min_side) if min_side else 1
             image.load()
+            plain: Image.Image = image
             if image.mode == "P":
-                image = _palette_to_gray(image)
+                plain = _palette_to_gray(image)
             elif image.mode not in ("L", "LA", "RGB", "RGBA"):  # 16-bit etc.: no reduce
-                image = image.convert("L")
-            return (image.reduce(factor) if factor > 1 else image).convert("L")
+                plain = image.convert("L")
+            return (plain.reduce(factor) if factor > 1 else plain).convert("L")
 
 
 @dataclass(frozen=True)
