@@ -260,8 +260,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"trustlayer: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:  # a path that cannot be read or written
-        print(f"trustlayer: error: {exc.filename or ''}: {exc.strerror or exc}",
-              file=sys.stderr)
+        # a failed write names no file: it was the output (report -o /dev/full)
+        where = exc.filename or getattr(args, "output", None) or getattr(args, "report", None)
+        print(f"trustlayer: error: {where}: {exc.strerror or exc}" if where else
+              f"trustlayer: error: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130

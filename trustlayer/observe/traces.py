@@ -25,6 +25,9 @@ from trustlayer.settings import Settings
 
 FORMAT_VERSION = 1
 EVENT_KINDS = ("state", "action", "end")
+#: The largest ts taken (in the year 5138): a ts in milliseconds is a thousand times more,
+#: and read as seconds it made the stream's deadlines fail runs the validator passed.
+MAX_TS = 1e11
 ACTION_TYPES = ("click", "key", "type", "scroll", "wait", "navigate", "tool", "api")
 OUTCOMES = ("success", "failure", "unknown")
 SELF_REPORTS = ("success", "failure")
@@ -264,6 +267,9 @@ def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int 
     if not (isinstance(ts, float) and math.isfinite(ts) or isinstance(ts, int)
             and abs(ts) < 2 ** 53):
         raise TraceError("ts must be a finite number of seconds", source, line)
+    if ts > MAX_TS:
+        raise TraceError(f"ts {ts} is after the year 5000: it must be Unix time in seconds, "
+                         "not milliseconds", source, line)
     ts = float(ts)
     kind = _require(obj, "kind", str, source, line)
     meta = obj.get("meta")
