@@ -22,6 +22,7 @@ from trustlayer.errors import (
     EXIT_OK,
     ModelError,
     TraceError,
+    UnjudgeableEvent,
     UsageError,
 )
 from trustlayer.inputs import labels_near, load_model, progress, read_traces, task_runs
@@ -258,6 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except (TraceError, ModelError, LearnError, UsageError) as exc:
         print(f"trustlayer: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except UnjudgeableEvent as exc:  # an HTML report shows every screenshot it judged
+        print(f"trustlayer: error: {exc}: the run cannot be shown", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:  # a path that cannot be read or written
         # a failed write names no file: it was the output (report -o /dev/full)
