@@ -165,8 +165,9 @@ def test_a_new_route_attested_by_three_runners_is_tried_in_shadow_then_used(kafk
 
 def test_a_burst_after_an_idle_spell_is_no_stall(kafka, tmp_path):
     """Idle for twice the restart threshold, then a burst: the stall guard measures from the
-    burst, not from the last record before the idle spell, and restarts nothing (beside
-    ``test_a_worker_whose_topic_disappears_restarts_itself_and_counts_it``'s real stall, which does restart)."""
+    burst, not from the last record before the idle spell, and restarts nothing (the real
+    stall beside it, which does restart: test_worker_restarts_kafka's
+    ``test_a_worker_whose_topic_disappears_restarts_itself_and_counts_it``)."""
     prefix, topics, models = setup(kafka, tmp_path)
     first = renamed(example_events()[0], f"{prefix}-first")
     burst = [renamed(run, f"{prefix}-burst-{n}-{i}") for n in range(10)
