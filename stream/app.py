@@ -86,6 +86,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         # it (the agent awaits its own batch's deliveries; Faust flushes the producer).
         rt.fetched.clear()
         rt.processor.revoke()
+        rt.read_ahead.clear()
 
     @runs.on_recover
     async def on_runs_recovered() -> None:

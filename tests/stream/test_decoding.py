@@ -3,14 +3,18 @@ heavy one decodes, and one over budget (or undecodable) ends its run as ``stream
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
+from types import SimpleNamespace
 
 import pytest
 from brokenimages import heavy_png, truncated_png
 
-from stream.decoding import Decoder
+from stream.deadletter import Decoded
+from stream.decoding import Decoder, ReadAhead
 from trustlayer.errors import UnjudgeableEvent
 from trustlayer.observe.images import ImageRef
+from trustlayer.observe.traces import parse_event
 
 
 def decode(shot: ImageRef, budget: float) -> float:
@@ -53,3 +57,22 @@ def test_an_undecodable_screenshot_is_marked_once():
     decode(shot, budget=60)
     assert shot.failure is not None and shot.failure.startswith("screenshot cut.png does not "
                                                                 "decode")
+
+
+def test_read_ahead_decodes_in_the_background_and_hands_over_what_it_read():
+    uri = "data:image/png;base64," + base64.b64encode(heavy_png()).decode()
+    obj = {"v": 1, "run_id": "r", "task": "t", "seq": 0, "ts": 1.0, "kind": "state",
+           "observation": {"screenshot": uri}}
+    decoded = Decoded(parse_event(obj), obj, None)
+    message = SimpleNamespace(partition=0, offset=7)
+
+    async def run() -> tuple[bool, bool, Decoded | None]:
+        ahead = ReadAhead(lambda record: decoded, Decoder(60))
+        first = ahead.ready(message)  # read, and its screenshot decoding started
+        await ahead.wait()
+        return first, ahead.ready(message), ahead.take(message)
+
+    first, then, taken = asyncio.run(run())
+    assert (first, then, taken) == (False, True, decoded)
+    shot = decoded.event.observation.screenshot
+    assert shot.failure is None and shot.gray(128).size[0] >= 128  # decoded, not failed
