@@ -145,6 +145,7 @@ def run_worker(cfg: WorkerConfig, loglevel: str = "warning", stalls: int = 0) ->
     # Faust's internal topics too, before the first assignment (see stream.topics)
     ensure_topics(cfg.bootstrap, cfg.topics, cfg.partitions, extra=worker_topics(cfg.app_id))
     gc.set_threshold(*GC_THRESHOLDS)
+    kafka.retried_errors_as_warnings()
     app, rt = create_app(cfg)
     # the libraries, the models and the app live as long as the process: a full collection
     # walked them all and held the worker 85-111 ms once or twice a minute at 500 events/s

@@ -188,3 +188,4 @@ def test_a_burst_after_an_idle_spell_is_no_stall(kafka, tmp_path):
         worker.stop()
     log = worker.log_tail(10 ** 7)
     assert restarts == 0 and "restarting the worker" not in log, log[-3000:]
+    assert "[ERROR]" not in log, log[-3000:]  # a healthy worker (its new group included)
