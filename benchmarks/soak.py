@@ -123,7 +123,8 @@ def faults(count: int, work: Path, timeout: float) -> None:
     span = len(events) / rate
     kills = [span * f for f in (0.15, 0.35, 0.55)]
     broker_kill = span * 0.75
-    with EmbeddedKafka(keep_dir=True) as kafka:
+    # its data in the soak's own directory: kept across the kill, removed with the rest
+    with EmbeddedKafka(directory=work / "kafka") as kafka:
         topics = topic_names("soak")
         ensure_topics(kafka.bootstrap, topics)
         models = work / "models"

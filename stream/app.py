@@ -86,6 +86,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         # it (the agent awaits its own batch's deliveries; Faust flushes the producer).
         rt.fetched.clear()
         rt.processor.revoke()
+        rt.read_ahead.clear()
 
     @runs.on_recover
     async def on_runs_recovered() -> None:
@@ -144,6 +145,7 @@ def run_worker(cfg: WorkerConfig, loglevel: str = "warning", stalls: int = 0) ->
     # Faust's internal topics too, before the first assignment (see stream.topics)
     ensure_topics(cfg.bootstrap, cfg.topics, cfg.partitions, extra=worker_topics(cfg.app_id))
     gc.set_threshold(*GC_THRESHOLDS)
+    kafka.retried_errors_as_warnings()
     app, rt = create_app(cfg)
     # the libraries, the models and the app live as long as the process: a full collection
     # walked them all and held the worker 85-111 ms once or twice a minute at 500 events/s
@@ -169,6 +171,7 @@ def run_worker(cfg: WorkerConfig, loglevel: str = "warning", stalls: int = 0) ->
         code = int(exc.code or 0)
     finally:
         rt.learner.stop()
+        rt.decoder.stop()
     return EXIT_RESTART if rt.watchdog.restart else code
 
 

@@ -79,6 +79,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 # -- worker ---------------------------------------------------------------------------------
 def worker_config(args: argparse.Namespace):
+    from stream.attest import runner_keys
     from stream.config import WorkerConfig, WorkerSettings
     from stream.topics import topic_names
 
@@ -86,7 +87,9 @@ def worker_config(args: argparse.Namespace):
         images_dir=Path(args.images).resolve() if args.images else None,
         reorder_window=args.reorder_window, reorder_timeout=args.reorder_timeout,
         deadlines=not args.no_deadlines, refine=not args.no_refine,
-        refine_on_verdict=args.refine_on_verdict, max_run_events=args.max_run_events)
+        refine_on_verdict=args.refine_on_verdict, max_run_events=args.max_run_events,
+        runner_keys={} if args.no_refine else runner_keys(), end_silence=args.end_silence,
+        shadow_runs=args.shadow_runs, decode_budget=args.decode_budget)
     return WorkerConfig(
         bootstrap=args.broker, app_id=args.app_id, topics=topic_names(args.topics),
         partitions=args.partitions, models_dir=Path(args.models) if args.models else None,
@@ -275,8 +278,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--refine-on-verdict", action="store_true",
                    help="also refine on runs without an outcome that the validator passed")
     p.add_argument("--drop-after", type=int, metavar="K",
-                   help="successful runs that must bypass a milestone before refinement drops "
-                   "it (default: the model's drop_after_bypasses, 2)")
+                   help="independent runners whose attested successes must agree before "
+                   "refinement drops a milestone or passes what the model fails (default 3)")
+    p.add_argument("--decode-budget", type=float, default=5.0, metavar="S",
+                   help="seconds a screenshot may take to decode before its run ends as a "
+                   "stream fault (default 5)")
+    p.add_argument("--shadow-runs", type=int, default=20, metavar="N",
+                   help="runs a refined version that changes what the model passes judges in "
+                   "shadow before it is used (default 20)")
+    p.add_argument("--end-silence", type=float, metavar="S",
+                   help="finalise a run without its end event as incomplete after S seconds "
+                   "without events (default: from its model's learned durations, >= 30)")
     p.add_argument("--no-deadlines", action="store_true",
                    help="no timer verdicts (deadlines, long states): like the batch validator")
     p.add_argument("--reorder-window", type=int, default=64, metavar="N",

@@ -9,23 +9,25 @@ offset); it never raises anything else, whatever the bytes (invalid UTF-8, JSON 
 
 The reasons (the ``reason`` label of ``trustlayer_dlq_records_total``):
 
-=================  ===========================================================================
-malformed_json     not JSON, not UTF-8, or a number of over 4,300 digits
-too_deep           JSON nested deeper than the trace format allows
-wrong_schema       JSON, but not a trace event (a field missing, of the wrong type, ...)
-image_too_large    a screenshot over the pixel limit (or a decompression bomb)
-bad_image          a screenshot that is not a PNG, JPEG or WebP image
-path_outside_dir   a screenshot path outside the worker's ``--images`` directory
-image_not_found    a screenshot path that names no file
-wrong_key          the record's key is not the event's ``run_id``
-no_model           no model for the event's task
-wrong_task         the event's task is not the task its run started with
-after_end          an event of a run whose end was already judged (its verdict is final)
-unsigned_model     a ``trustlayer.models`` record without a signature
-bad_signature      a ``trustlayer.models`` record signed with another key
-bad_model          a ``trustlayer.models`` record that is not a valid model
-internal_error     the worker failed on the record (a bug: it is logged with its traceback)
-=================  ===========================================================================
+=======================  =========================================================================
+malformed_json           not JSON, not UTF-8, or a number of over 4,300 digits
+too_deep                 JSON nested deeper than the trace format allows
+wrong_schema             JSON, but not a trace event (a field missing, of the wrong type, ...)
+image_too_large          a screenshot over the pixel limit (or a decompression bomb)
+bad_image                a screenshot not a PNG, JPEG or WebP image, not a regular file, or undecodable
+path_outside_dir         a screenshot path outside the worker's ``--images`` directory
+image_not_found          a screenshot path that names no file
+wrong_key                the record's key is not exactly the event's ``run_id`` (in valid UTF-8)
+no_model                 no model for the event's task
+wrong_task               the event's task is not the task its run started with
+after_end                an event of a run whose end was already judged (its verdict is final)
+conflicting_duplicate    a ``(run_id, seq)`` seen before, with other content
+run_id_reused            a ``seq`` 0 seen before with other content: a second run under a used id
+unsigned_model           a ``trustlayer.models`` record without a signature
+bad_signature            a ``trustlayer.models`` record signed with another key
+bad_model                a ``trustlayer.models`` record that is not a valid model
+internal_error           the worker failed on the record (a bug: it is logged with its traceback)
+=======================  =========================================================================
 """
 from __future__ import annotations
 
@@ -43,11 +45,13 @@ CORE_REASONS = {
     "malformed_json": ("not valid JSON",),
     "too_deep": ("nested deeper than",),
     "image_too_large": ("over the limit of", "decompression bomb"),
-    "bad_image": ("is not a PNG", "not PNG, JPEG or WebP", "data URI", "screenshot must be"),
+    "bad_image": ("is not a PNG", "not PNG, JPEG or WebP", "data URI", "screenshot must be",
+                  "not a regular file"),
     "path_outside_dir": ("leaves the trace directory", "no image directory is allowed"),
     "image_not_found": ("screenshot file not found",),
 }
 OTHER_REASONS = ("wrong_schema", "wrong_key", "no_model", "wrong_task", "after_end",
+                 "conflicting_duplicate", "run_id_reused",
                  "unsigned_model", "bad_signature", "bad_model", "internal_error")
 #: Every DLQ reason.
 REASONS = (*CORE_REASONS, *OTHER_REASONS)
@@ -122,7 +126,10 @@ def decode_event(key: bytes | None, value: bytes | None, where: str, models: Mod
                             settings=model.settings if model else None)
     except TraceError as exc:
         raise Rejected(dlq_reason(exc.message), str(exc)) from None
-    run_key = None if key is None else key.decode("utf-8", "replace")
+    try:  # exactly: a replaced byte would let two keys of one run reach two partitions
+        run_key = None if key is None else key.decode("utf-8")
+    except UnicodeDecodeError:
+        run_key = None
     if run_key != event.run_id:
         raise Rejected("wrong_key", f"{where}: record key {_short(run_key)} is not the event's "
                        f"run_id {_short(event.run_id)} (a run's events must share a partition)")

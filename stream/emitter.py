@@ -7,8 +7,9 @@ import json
 import logging
 from typing import Callable
 
+from trustlayer.judge.faults import STREAM_FAULT
 from trustlayer.judge.matcher import Matcher
-from trustlayer.judge.status import FAILED, Status
+from trustlayer.judge.status import FAILED, INCOMPLETE, Status
 
 from stream.config import WorkerSettings
 from stream.deadletter import dead_letter
@@ -71,7 +72,7 @@ class Emitter:
     def give_up(self, rec: RunRecord, out: Output, trigger: int | None, verdict_ts: float,
                 pub: float | None, reason: str) -> None:
         """Fail the run for `reason`, a fault of its stream rather than of what it showed
-        (it is not learned from)."""
+        (cause ``stream_fault``; it is not learned from). A final verdict stays as it is."""
         rec.complete, rec.offsets = False, []
         if rec.final:
             if rec.ended:
@@ -84,7 +85,7 @@ class Emitter:
                                     missing=[model.name(s) for s in model.essential
                                              if s not in model.soft])
         status = matcher.status
-        status.status, status.cause, status.final = FAILED, None, True
+        status.status, status.cause, status.final = FAILED, STREAM_FAULT, True
         status.reason = reason
         status.detected_at_seq = rec.next_seq - 1 if rec.next_seq else None
         # its status is all a failed run needs: the history may be what made it too long
@@ -96,17 +97,31 @@ class Emitter:
         if rec.ended:
             self.finish(rec, out, pub)
 
+    def incomplete(self, rec: RunRecord, out: Output, verdict_ts: float, silent: float) -> None:
+        """Finalise a run whose end never came, as ``incomplete``: its last status and
+        reason stay in the reason (it is not learned from, whatever comes later)."""
+        status = self.runs.matcher(rec).status
+        if status is None or rec.final:
+            return
+        rec.complete, rec.offsets = False, []
+        last = status.status + (f": {status.reason}" if status.reason else "")
+        status.reason = (f"no end event for {silent:.0f} s after seq {rec.next_seq - 1} "
+                         f"(last status {last})")
+        status.status, status.final = INCOMPLETE, True
+        self.emit(rec, status, out, None, verdict_ts, None)
+
     def finish(self, rec: RunRecord, out: Output, pub: float | None) -> None:
-        """The run's end event was fed (its verdict is final): hand a success to refinement,
-        keep only what late duplicates need."""
+        """The run's end event was fed (its verdict is final): hand a success a known runner
+        attested to refinement, keep only what late duplicates need."""
         matcher = self.runs.matchers.pop(rec.run_id, None)
         verdict = matcher.status.verdict if matcher and matcher.status else None
         if self.settings.refine and rec.complete and is_success(
-                rec.outcome, verdict, self.settings.refine_on_verdict):
+                rec.outcome, verdict, self.settings.refine_on_verdict, rec.runner):
             out.finished.append((rec.task, {"run_id": rec.run_id, "task": rec.task,
                                             "partition": rec.partition,
                                             "offsets": list(rec.offsets),
                                             "outcome": rec.outcome, "verdict": verdict,
+                                            "runner": rec.runner,
                                             "model_version": rec.version}))
         rec.snapshot, rec.offsets = None, []
         rec.closed_at = pub if pub is not None else rec.closed_at

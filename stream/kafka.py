@@ -12,6 +12,7 @@ topic's records handed over a fetch at a time).
 from __future__ import annotations
 
 import asyncio
+import logging
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
@@ -280,3 +281,21 @@ async def assign_all(client: AIOKafkaConsumer, bootstrap: str,
     client.assign(tps)
     await client.seek_to_beginning(*tps)
     return await client.end_offsets(tps)
+
+
+class RetriedAsWarning(logging.Filter):
+    """aiokafka logs a failed group coordinator lookup as an ERROR even when the error is
+    retriable and it retries: a fresh consumer group on a healthy broker ("the coordinator
+    is not available" while the offsets topic is made) put an ERROR in every new worker's
+    log. Such records are logged as warnings; a lasting outage shows in the metrics."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.args[0] if isinstance(record.args, tuple) and record.args else None
+        if record.levelno == logging.ERROR and getattr(error, "retriable", False):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def retried_errors_as_warnings() -> None:
+    """Install :class:`RetriedAsWarning` on aiokafka's group coordinator logger."""
+    logging.getLogger("aiokafka.consumer.group_coordinator").addFilter(RetriedAsWarning())

@@ -45,6 +45,13 @@ class Metrics:
         self.fetch_pauses = Counter("trustlayer_fetch_pauses_total", "Times fetching paused "
                                     "because the events waiting to be judged passed the fetch "
                                     "buffer (--fetch-buffer; the worker is behind)", registry=r)
+        self.shadow_runs = Counter("trustlayer_shadow_runs_total", "Runs judged by both the "
+                                   "model in use and a refined version on trial in shadow, by "
+                                   "task", ["task"], registry=r)
+        self.shadow_disagreements = Counter(
+            "trustlayer_shadow_disagreements_total", "Runs whose final verdict by the version "
+            "in shadow differs from the version in use, by task and both verdicts",
+            ["task", "used", "shadow"], registry=r)
         for action in ("resumed", "restarted"):
             self.stalls.labels(action)
         for reason in REASONS:
@@ -62,6 +69,9 @@ class Metrics:
         for cause in ("product_bug", "agent_error"):
             self.causes.labels(task, cause)
         self.unknown.labels(task)
+        self.shadow_runs.labels(task)
+        for used, shadow in (("fail", "pass"), ("pass", "fail")):
+            self.shadow_disagreements.labels(task, used, shadow)
         self.open_runs.labels(task)
         self._versions[task] = max(self._versions.get(task, 0), model.version)
         self.model_version.labels(task).set(self._versions[task])

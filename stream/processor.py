@@ -7,7 +7,10 @@ dict in tests; the cache over it: :mod:`stream.runbook`). For each run it
 
 - feeds the core's incremental :class:`~trustlayer.judge.matcher.Matcher` in ``seq`` order, on the
   model version the run started with;
-- ignores a ``(run_id, seq)`` seen before, and holds events that come early until the gap
+- ignores a ``(run_id, seq)`` seen before with the same content; one with other content
+  goes to the dead letters and fails the run with cause ``stream_fault``
+  (:meth:`StreamProcessor._repeated`), as does an event the judge cannot use
+  (:mod:`trustlayer.judge.faults`); holds events that come early until the gap
   fills (at most ``reorder_window`` events / ``max_held_bytes``, and ``reorder_timeout``
   seconds; then the run fails with the reason "events missing");
 - emits a verdict only when the run's status (or finality) changes (:mod:`stream.emitter`);
@@ -36,15 +39,18 @@ from collections import Counter as Tally
 from typing import Callable, Iterable
 
 from trustlayer.errors import TraceError
+from trustlayer.judge.faults import feed_checked
 from trustlayer.observe.traces import Event, parse_event
 
+from stream.attest import CHAIN_START, attested_by, canonical, chain_link
 from stream.config import WorkerSettings
-from stream.deadletter import Rejected, decode_event, dlq_reason
+from stream.deadletter import Decoded, Rejected, decode_event, dlq_reason
 from stream.emitter import Emitter
 from stream.metrics import Metrics
-from stream.records import Output, RunRecord, Source, Store
+from stream.records import Output, RunRecord, Source, Store, event_digest
 from stream.registry import ModelRegistry
 from stream.runbook import RunBook
+from stream.shadow import ShadowTrials
 from stream.silence import Silence
 
 log = logging.getLogger(__name__)
@@ -73,6 +79,7 @@ class StreamProcessor:
         self.runs = RunBook(registry, store, self.metrics)
         self.emitter = Emitter(self.runs, self.settings, self.metrics, clock)
         self.silence = Silence(self.runs, self.emitter, self.settings, clock)
+        self.shadow = ShadowTrials(registry, self.metrics, self.settings.shadow_runs)
         self._fed: Tally = Tally()  # events fed by task and kind, for the metrics
         registry.listeners.append(self.metrics.model_known)
         for task in registry.tasks():
@@ -94,20 +101,33 @@ class StreamProcessor:
         out = Output()
         for key, value, source in records:
             self.process(key, value, source, out)
+        self.count()
+        return out
+
+    def count(self) -> None:
+        """Count the events processed since the last call in the metrics."""
         for (task, kind), count in self._fed.items():
             self.metrics.events.labels(task, kind).inc(count)
         self._fed.clear()
-        return out
+
+    def read(self, key: bytes | None, value: bytes | None, source: Source) -> Decoded | None:
+        """The record's event, read and checked (screenshots too, from their headers) but
+        not judged, for :meth:`process`; None for a record it refuses (it says why)."""
+        try:
+            return decode_event(key, value, _where(source), self.registry,
+                                self.settings.images_dir)
+        except Rejected:
+            return None
 
     def process(self, key: bytes | None, value: bytes | None, source: Source,
-                out: Output | None = None) -> Output:
-        """Process one record (not yet written to the store: see :meth:`flush`). A record
-        the worker fails on goes to the DLQ as ``internal_error`` (logged with its
-        traceback): one record never stops the others."""
+                out: Output | None = None, decoded: Decoded | None = None) -> Output:
+        """Process one record (not yet written to the store: see :meth:`flush`), `decoded`
+        by :meth:`read` if given. A record the worker fails on goes to the DLQ as
+        ``internal_error`` (logged with its traceback): one record never stops the others."""
         out = out if out is not None else Output()
-        where = f"{source.topic}[{source.partition}]@{source.offset}"
+        where = _where(source)
         try:
-            self._process(key, value, source, where, out)
+            self._process(key, value, source, where, out, decoded)
         except Rejected as exc:
             self.emitter.dead(out, key, value, source, exc.reason, exc.message)
         except Exception as exc:  # noqa: BLE001 - a bug must not stop the other runs
@@ -152,8 +172,9 @@ class StreamProcessor:
 
     # -- one record -----------------------------------------------------------------------------
     def _process(self, key: bytes | None, value: bytes | None, source: Source, where: str,
-                 out: Output) -> None:
-        decoded = decode_event(key, value, where, self.registry, self.settings.images_dir)
+                 out: Output, decoded: Decoded | None) -> None:
+        decoded = decoded or decode_event(key, value, where, self.registry,
+                                          self.settings.images_dir)
         event, model = decoded.event, decoded.model
         rec = self.runs.record(event.run_id)
         if rec is None:
@@ -161,6 +182,7 @@ class StreamProcessor:
                 raise Rejected("no_model", f"{where}: no model for task {event.task!r}")
             rec = RunRecord(event.run_id, event.task, model.version, source.partition)
             self.runs.cache[rec.run_id] = rec
+            self.shadow.start(rec)
         seen = event.seq < rec.next_seq or str(event.seq) in rec.held
         if seen and source.partition == rec.partition and source.offset <= rec.last_offset:
             # processed before a restart: send again, unchanged, what it caused then (an
@@ -173,7 +195,8 @@ class StreamProcessor:
             raise Rejected("wrong_task", f"{where}: task {event.task!r} differs from the run's "
                            f"task {rec.task!r}")
         if seen:
-            return  # a duplicate (run_id, seq): ignored
+            self._repeated(rec, decoded.obj, event, source, where, out)
+            return
         if rec.ended:
             raise Rejected("after_end", f"{where}: run {rec.run_id!r} ended before seq "
                            f"{event.seq} (its verdict is final)")
@@ -198,6 +221,28 @@ class StreamProcessor:
         if rec.ended:
             self.emitter.after_end(rec, out, source.topic)
 
+    def _repeated(self, rec: RunRecord, obj: dict, event: Event, source: Source, where: str,
+                  out: Output) -> None:
+        """A ``(run_id, seq)`` seen before: ignored when it repeats the event (at-least-once
+        delivery), else a dead letter, and the run's verdict, if not final yet, fails with
+        cause ``stream_fault``: which of the two contents happened is unknown."""
+        held = rec.held.get(str(event.seq))
+        known = event_digest(canonical(held["event"])) if held else \
+            rec.digests[event.seq] if event.seq < len(rec.digests) else None
+        if known is None or known == event_digest(canonical(obj)):
+            return
+        rec.last_offset = max(rec.last_offset, source.offset)
+        self.runs.dirty.add(rec.run_id)
+        reused = event.seq == 0
+        what = (f"a second run under the used run_id {rec.run_id!r}" if reused else
+                f"seq {event.seq} of run {rec.run_id!r} repeated with other content")
+        self.emitter.dead(out, rec.run_id.encode(), json.dumps(obj).encode(), source,
+                          "run_id_reused" if reused else "conflicting_duplicate",
+                          f"{where}: {what}" + (" (the run's verdict was final already)"
+                                                 if rec.final else ""))
+        self.emitter.give_up(rec, out, source.offset, event.ts, source.timestamp,
+                             f"the stream is unreliable: {what} ({where})")
+
     def _hold(self, rec: RunRecord, obj: dict, size: int, event: Event, source: Source,
               out: Output) -> None:
         rec.held[str(event.seq)] = {"offset": source.offset, "pub": source.timestamp,
@@ -211,6 +256,13 @@ class StreamProcessor:
     def _feed(self, rec: RunRecord, event: Event, offset: int, pub: float, out: Output,
               trigger: int) -> None:
         rec.next_seq = event.seq + 1
+        body = canonical(event.raw)
+        rec.digests.append(event_digest(body))
+        chain = rec.chain or CHAIN_START
+        if event.kind == "end":
+            rec.runner = attested_by(event.raw, chain, self.settings.runner_keys)
+        else:
+            rec.chain = chain_link(chain, body)
         if rec.complete:
             rec.offsets.append(offset)
         rec.last_ts, rec.last_pub = event.ts, pub
@@ -225,7 +277,13 @@ class StreamProcessor:
         matcher = self.runs.matcher(rec)
         unknown = matcher.status.unknown_states if matcher.status else 0
         kept = len(matcher.history)
-        status = matcher.feed(event)
+        status, fault = feed_checked(matcher, event)
+        if fault is not None:
+            rec.complete, rec.offsets = False, []
+            source = Source(rec.partition, offset, pub)
+            self.emitter.dead(out, rec.run_id.encode(), None, source, fault.kind,
+                              f"{source.topic}[{rec.partition}]@{offset}: run {rec.run_id!r}: "
+                              f"{fault.reason}")
         # each new row counted as the JSON object the limit was set for
         rec.history_bytes += sum(len(json.dumps(entry._asdict()))
                                  for entry in matcher.history[kept:])
@@ -237,5 +295,14 @@ class StreamProcessor:
                                  f"(max_history_bytes)")
             return
         self.emitter.emit(rec, status, out, trigger, event.ts, pub)
+        self.shadow.feed(rec, event)
         if rec.ended:
+            decided = self.shadow.ended(rec, status)
+            if decided is not None:
+                out.models.append(decided)
             self.emitter.finish(rec, out, pub)
+
+
+def _where(source: Source) -> str:
+    """The record named in messages: topic, partition and offset."""
+    return f"{source.topic}[{source.partition}]@{source.offset}"

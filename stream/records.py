@@ -2,6 +2,7 @@
 produced, one run's record in the table (JSON) and the store it lives in."""
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field, fields
 from typing import Protocol
@@ -24,11 +25,15 @@ class Output:
     verdicts: list[tuple[str, dict]] = field(default_factory=list)
     dlq: list[tuple[bytes | None, dict]] = field(default_factory=list)
     finished: list[tuple[str, dict]] = field(default_factory=list)
+    models: list = field(default_factory=list)  # versions to publish (stream.shadow)
 
 
 @dataclass
 class RunRecord:
-    """One run's state in the table (JSON). ``held`` maps seq -> held event."""
+    """One run's state in the table (JSON). ``held`` maps seq -> held event; ``digests``
+    holds the :func:`event_digest` of each event fed, by seq (kept after the run ended:
+    a late repeat is compared with it); ``chain`` the chain of the events fed
+    (:func:`stream.attest.chain_link`) and ``runner`` who attested its end, if anyone."""
 
     run_id: str
     task: str
@@ -50,6 +55,10 @@ class RunRecord:
     offsets: list[int] = field(default_factory=list)
     closed_at: float | None = None
     history_bytes: int = 0
+    digests: list[str] = field(default_factory=list)
+    chain: str | None = None
+    runner: str | None = None
+    shadow_version: int | None = None
 
     def encode(self) -> bytes:
         # vars(), not dataclasses.asdict(): no deep copy of the snapshot and held events
@@ -65,6 +74,12 @@ class RunRecord:
     def held_since(self) -> float | None:
         return min((h["pub"] for h in self.held.values()), default=None)
 
+
+
+def event_digest(body: bytes) -> str:
+    """A short digest of an event's canonical JSON (:func:`stream.attest.canonical`): a
+    repeat of a ``(run_id, seq)`` with another digest is not the same event."""
+    return hashlib.blake2b(body, digest_size=8).hexdigest()
 
 
 class Store(Protocol):

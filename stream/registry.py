@@ -33,7 +33,12 @@ from trustlayer.observe.traces import Run, load_labels, read_runs
 log = logging.getLogger(__name__)
 
 #: How the change log names what made a version.
-ACTIONS = ("learned", "loaded", "refined", "rollback")
+ACTIONS = ("learned", "loaded", "refined", "rollback", "promoted")
+
+
+def in_shadow(model: Model) -> bool:
+    """Was `model` made to be tried in shadow first (see :mod:`stream.shadow`)?"""
+    return bool(model.history) and model.history[-1].get("shadow") is True
 
 
 def encode_model(model: Model) -> bytes:
@@ -147,17 +152,40 @@ class ModelRegistry:
                 return False
             log.warning("model %s version %d replaced by another body", model.task, model.version)
         held[model.version] = model
+        self._settle_trial(model)
         for listener in self.listeners:
             listener(model)
         return True
+
+    def _settle_trial(self, model: Model) -> None:
+        """A version that ends a shadow trial (:mod:`stream.shadow`): the runs held for the
+        tried version join the training runs when it is promoted, and are dropped when it
+        is rejected."""
+        entry = model.history[-1] if model.history else {}
+        pending = self.pending.get(model.task, {})
+        if entry.get("action") == "promoted":
+            for run_id in entry.get("runs", []):
+                if run_id in pending:
+                    self.runs.setdefault(model.task, {})[run_id] = pending.pop(run_id)
+        for run_id in entry.get("rejected_runs", []):
+            pending.pop(run_id, None)
 
     def tasks(self) -> list[str]:
         return sorted(self.versions)
 
     def latest(self, task: str) -> Model | None:
-        """The newest version of `task`'s model (used for runs that start now)."""
+        """The newest version of `task`'s model not in shadow (used for runs that start
+        now)."""
+        held = self.versions.get(task, {})
+        used = [version for version, model in held.items() if not in_shadow(model)]
+        return held[max(used)] if used else None
+
+    def shadow(self, task: str) -> Model | None:
+        """The version of `task`'s model tried in shadow: the newest one, when it is in
+        shadow (a newer version, e.g. a rollback that rejected it, ends its trial)."""
         held = self.versions.get(task)
-        return held[max(held)] if held else None
+        newest = held[max(held)] if held else None
+        return newest if newest is not None and in_shadow(newest) else None
 
     def get(self, task: str, version: int) -> Model | None:
         """Version `version` of `task`'s model, or None if it is not known here."""

@@ -26,6 +26,7 @@ from trustlayer.observe.runner_prints import fingerprint_screenshots
 from trustlayer.observe.traces import read_run, trace_files
 
 from stream import kafka
+from stream.attest import Signer, local_signer
 
 
 def inline_screenshot(event: dict, base_dir: Path) -> dict:
@@ -106,8 +107,10 @@ class ReplayStats:
 
 
 async def publish(bootstrap: str, topic: str, plan: Sequence[tuple[float, dict]],
-                  producer=None) -> ReplayStats:
-    """Publish `plan` (see :func:`schedule`) to `topic`, key = run_id, at its times."""
+                  producer=None, signer: Signer | None = None) -> ReplayStats:
+    """Publish `plan` (see :func:`schedule`) to `topic`, key = run_id, at its times, each
+    run's ``end`` attested by `signer` (default: this machine's runner, ``local``)."""
+    signer = signer or local_signer()
     own = producer is None
     if own:
         producer = kafka.producer(bootstrap, linger_ms=2)
@@ -121,7 +124,7 @@ async def publish(bootstrap: str, topic: str, plan: Sequence[tuple[float, dict]]
             delay = t0 + offset - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
-            value = json.dumps(event, separators=(",", ":")).encode("utf-8")
+            value = json.dumps(signer.sign(event), separators=(",", ":")).encode("utf-8")
             pending.append(await producer.send(topic, key=event["run_id"].encode("utf-8"),
                                                value=value))
             sent, size = sent + 1, size + len(value)

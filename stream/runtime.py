@@ -17,12 +17,13 @@ import asyncio
 import json
 import logging
 import time
-from typing import Any, Awaitable, Iterator
+from typing import Any, Awaitable, Callable, Iterator
 
 from aiokafka import TopicPartition
 
 from stream.checkpoint import Checkpoint
 from stream.config import WorkerConfig
+from stream.decoding import Decoder, ReadAhead
 from stream.fetched import FetchedEvents
 from stream.metrics import Metrics
 from stream.model_feed import ModelFeed
@@ -46,12 +47,21 @@ log = logging.getLogger("trustlayer.worker")
 JUDGE_TURN = 0.1
 
 
-def within_turn(batch: list[Any], deadline: float, judged: list[Any]) -> Iterator[Any]:
+def within_turn(batch: list[Any], deadline: float, judged: list[Any], waiting: list[Any],
+                ready: Callable[[Any], bool] = lambda message: True) -> Iterator[Any]:
     """`batch`'s records until the monotonic clock passes `deadline` (one at least), each
-    added to `judged` as it is handed out."""
-    for message in batch:
+    added to `judged` as it is handed out; the rest, in order, to `waiting`, and with them
+    a record not `ready` (its screenshot still decoding) and every later record of its
+    partition (a partition's records are judged, and acknowledged, in their order)."""
+    held: set[int] = set()
+    for number, message in enumerate(batch):
         if judged and time.monotonic() > deadline:
+            waiting += batch[number:]
             return
+        if message.partition in held or not ready(message):
+            held.add(message.partition)
+            waiting.append(message)
+            continue
         judged.append(message)
         yield message
 
@@ -107,8 +117,13 @@ class Runtime:
         if cfg.train_dirs:
             log.info("%d training runs for refinement", seed_runs(self.registry, cfg.train_dirs))
         self.learner = LearnPool()
+        self.decoder = Decoder(cfg.settings.decode_budget)
+        self.read_ahead = ReadAhead(
+            lambda message: self.processor.read(message.key, message.value,
+                                                source_of(message)), self.decoder)
+        self.decoding: set[TopicPartition] = set()  # partitions waiting for a screenshot
         refiner = Refiner(self.registry, cfg.drop_after, cfg.settings.refine_on_verdict,
-                          learner=self.learner)
+                          learner=self.learner, runner_keys=cfg.settings.runner_keys)
         self.training = TrainingRuns(cfg, self.registry, TableStore(tables[1]), refiner,
                                      self.models, self.progress)
 
@@ -133,15 +148,26 @@ class Runtime:
             # both give the same verdicts and table records (processing is deterministic).
             batch = await self.fetched.take(self.cfg.batch_max)
             judged: list[Any] = []
-            turn = within_turn(batch, time.monotonic() + JUDGE_TURN, judged)
-            out = self.processor.process_batch(
-                (m.key, m.value, Source(m.partition, m.offset, m.timestamp or 0.0, m.topic))
-                for m in turn)
-            self.fetched.put_back(batch[len(judged):])
+            waiting: list[Any] = []
+            out = Output()
+            for message in within_turn(batch, time.monotonic() + JUDGE_TURN, judged, waiting,
+                                       self.read_ahead.ready):
+                self.processor.process(message.key, message.value, source_of(message), out,
+                                       self.read_ahead.take(message))
+            self.processor.count()
+            self.fetched.put_back(waiting)
+            decoding = {TopicPartition(events_topic, m.partition) for m in waiting}
+            self.progress.busy.difference_update(self.decoding - decoding)
+            self.progress.busy.update(decoding)  # a screenshot decoding is progress
+            self.decoding = decoding
+            for model in out.models:  # a shadow trial ended (stream.shadow)
+                await self.models.publish(model)
             self.checkpoint.add(judged, out, await self.outlets.send(out))
             now = time.monotonic()
             for m in judged:
                 self.progress.done(TopicPartition(events_topic, m.partition), m.offset, now)
+            if not judged:  # only records whose screenshots are decoding
+                await self.read_ahead.wait()
             # take() returns at once while records wait: without this the producer (the
             # verdicts just judged), the fetching and the timers would wait until the
             # judge had emptied the fetch buffer (up to 4,096 records, seconds of work)
@@ -191,3 +217,8 @@ class Runtime:
     def training_recovered(self) -> None:
         """The ``training`` table was recovered: its runs of this worker's partitions."""
         self.training.restore(self.active_partitions(self.cfg.finished_topic))
+
+
+def source_of(message: Any) -> Source:
+    """Where a fetched record came from."""
+    return Source(message.partition, message.offset, message.timestamp or 0.0, message.topic)

@@ -46,13 +46,17 @@ def model_key() -> bytes:
     given = os.environ.get(KEY_ENV)
     if given:
         return given.encode("utf-8")
-    path = state_dir() / KEY_FILE
+    return key_file(state_dir() / KEY_FILE, KEY_ENV)
+
+
+def key_file(path: Path, env: str) -> bytes:
+    """The key in `path`, made first if missing (an alternative is given in `env`)."""
     if not path.exists():
         _create_key(path)
     key = path.read_bytes().strip()
     if len(key) < 32:
-        raise OSError(f"{path}: a model key of {len(key)} bytes; remove the file to make "
-                      f"a new one, or set {KEY_ENV}")
+        raise OSError(f"{path}: a key of {len(key)} bytes; remove the file to make "
+                      f"a new one, or set {env}")
     return key
 
 
@@ -60,7 +64,7 @@ def _create_key(path: Path) -> None:
     """Write a new random key to `path` with mode 0600, atomically: a process that makes
     one at the same time leaves one key, which both then read."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    temp = path.with_name(f".{KEY_FILE}.{os.getpid()}")
+    temp = path.with_name(f".{path.name}.{os.getpid()}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write(secrets.token_hex(32) + "\n")

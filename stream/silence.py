@@ -1,6 +1,7 @@
 """The processor's timer: runs that went silent fail on their learned deadline, runs whose
-missing event never came fail after ``reorder_timeout``; finished runs leave after
-``retention``.
+missing event never came fail after ``reorder_timeout``, runs whose end never came are
+finalised as ``incomplete`` after ``end_silence`` (default: :func:`learned_silence`);
+finished runs leave after ``retention``.
 
 Silence is counted only where it means something: from the later of a run's last event
 (its publish time) and the moment the partition's fetches last resumed (this worker's first
@@ -11,6 +12,9 @@ them get their whole deadline again, rather than failing all at once.
 from __future__ import annotations
 
 from typing import Callable, Iterable
+
+from trustlayer.judge.matcher import DEADLINE_FLOOR
+from trustlayer.model import Model
 
 from stream.config import WorkerSettings
 from stream.emitter import Emitter
@@ -64,13 +68,23 @@ class Silence:
                 self.emitter.events_missing(rec, out, None, run_clock(rec, wall, since), None,
                                             f"seq {rec.next_seq} did not come within "
                                             f"{self.settings.reorder_timeout:.0f} s")
-            elif self.settings.deadlines and rec.last_pub is not None:
+            elif rec.last_pub is not None:
                 now = run_clock(rec, wall, since)
-                status = runs.matcher(rec).tick(now)
+                status = runs.matcher(rec).tick(now) if self.settings.deadlines else None
                 if status is not None:
                     self.emitter.emit(rec, status, out, None, now, None)
+                silent = wall - max(rec.last_pub, since)
+                if not rec.final and silent > self.end_silence(rec):
+                    self.emitter.incomplete(rec, out, now, silent)
         runs.export_open_runs()
         return out
+
+    def end_silence(self, rec: RunRecord) -> float:
+        """Seconds without events after which a run without its end is finalised as
+        ``incomplete``: ``settings.end_silence``, else :func:`learned_silence` of its model."""
+        if self.settings.end_silence is not None:
+            return self.settings.end_silence
+        return learned_silence(self.runs.model(rec))
 
     def confirm(self, run_id: str, records: Iterable[dict]) -> None:
         """The timer's verdicts for `run_id` were delivered: clear them from its outbox."""
@@ -90,3 +104,13 @@ def run_clock(rec: RunRecord, wall: float, since: float) -> float:
         return rec.last_ts + (wall - max(rec.last_pub, since))
     first = min(rec.held.values(), key=lambda h: h["pub"])
     return first["event"]["ts"] + (wall - max(first["pub"], since))
+
+
+def learned_silence(model: Model) -> float:
+    """How long a run of `model` may go without events before it counts as abandoned: the
+    model's ``deadline_factor`` times the longest any successful run took to reach a
+    milestone or stayed in a state (a gap between two events is shorter than either), at
+    least :data:`~trustlayer.judge.matcher.DEADLINE_FLOOR` seconds."""
+    longest = max((stats["max"] for durations in model.timing.values()
+                   for stats in durations.values()), default=0.0)
+    return max(DEADLINE_FLOOR, model.settings.deadline_factor * longest)

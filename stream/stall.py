@@ -38,18 +38,33 @@ class StallGuard:
     'restart'
     >>> guard.check("p0", now=39, progress=39, position=9, highwater=9)
     'ok'
+
+    Idleness is no stall: after a quiet minute (the last progress long ago), a burst is
+    measured from the last check that found nothing waiting.
+
+    >>> guard.check("p0", now=100, progress=39, position=9, highwater=9)
+    'ok'
+    >>> guard.check("p0", now=101, progress=39, position=9, highwater=900)
+    'ok'
     """
 
     stall_seconds: float = 5.0
     restart_seconds: float = 30.0
     #: when something was last done about each stalled partition
     acted: dict[Hashable, float] = field(default_factory=dict)
+    #: when each partition was last seen with nothing waiting
+    quiet: dict[Hashable, float] = field(default_factory=dict)
 
     def check(self, tp: Hashable, now: float, progress: float, position: int | None,
               highwater: int | None) -> str:
         """What `tp` needs: records wait (``highwater > position``) and nothing was
-        processed since `progress` (seconds, the clock of `now`)."""
+        processed since `progress` (seconds, the clock of `now`) nor since the partition
+        was last seen with nothing waiting (the records of a burst after an idle spell
+        arrived after that)."""
         waiting = position is not None and highwater is not None and highwater > position
+        if not waiting:
+            self.quiet[tp] = now
+        progress = max(progress, self.quiet.get(tp, progress))
         if not waiting or now - progress < self.stall_seconds:
             self.acted.pop(tp, None)
             return OK
@@ -63,3 +78,4 @@ class StallGuard:
     def forget(self, keep: set) -> None:
         """Drop partitions no longer assigned."""
         self.acted = {tp: t for tp, t in self.acted.items() if tp in keep}
+        self.quiet = {tp: t for tp, t in self.quiet.items() if tp in keep}

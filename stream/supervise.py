@@ -3,8 +3,10 @@ it asks to be (a partition that stays stalled: :data:`RESTART`) or dies (killed,
 
 The child is the same command with ``$TRUSTLAYER_WORKER_CHILD`` set to the number of stalls
 so far (``trustlayer_stalls_total`` goes on from there). SIGTERM and SIGINT go to the child,
-and its exit code is the command's; a child that exits with 0 or 2 (bad input, no broker)
-is not started again. The child dies with this process, even by SIGKILL.
+and its exit code is the command's; a child that exits with 2 (bad input, no broker) is not
+started again, nor one that ends after this command was told to stop. A child stopped alone
+(SIGTERM to its PID: it ends with 0) is started again. The child dies with this process,
+even by SIGKILL.
 """
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ def supervise(command: list[str]) -> int:
             child = subprocess.Popen(command, env={**os.environ, CHILD_ENV: str(stalls)},
                                      preexec_fn=lambda: die_with_parent(signal.SIGKILL))
             code = child.wait()
-            if stopping or code in (0, 2):
+            if stopping or code == 2:
                 return code
             if code == RESTART:
                 stalls += 1
@@ -56,7 +58,9 @@ def supervise(command: list[str]) -> int:
                       file=sys.stderr, flush=True)
                 continue
             backoff = 1.0 if time.monotonic() - started > 60 else min(BACKOFF_MAX, backoff * 2)
-            print(f"trustlayer worker: the worker exited with {code}; starting it again in "
+            # a worker ends with 0 only when stopped: here someone stopped the child alone
+            why = "was stopped, but not this command," if code == 0 else f"exited with {code}"
+            print(f"trustlayer worker: the worker {why}; starting it again in "
                   f"{backoff:.0f} s", file=sys.stderr, flush=True)
             resume = time.monotonic() + backoff
             while time.monotonic() < resume and not stopping:

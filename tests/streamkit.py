@@ -28,6 +28,7 @@ EXAMPLES = REPO / "examples" / "jupyter"
 TRAIN, TEST = EXAMPLES / "train", EXAMPLES / "test"
 
 from stream import kafka as clients  # noqa: E402
+from stream.attest import Signer, local_signer  # noqa: E402
 from stream.processes import free_port, stop_process  # noqa: E402
 from stream.replay import read_events  # noqa: E402
 from stream.replay import round_robin as interleave  # noqa: E402,F401 (for the tests)
@@ -99,6 +100,19 @@ def drop_state(run: Run, state_id: str, new_id: str) -> Run:
 def relabel(run: Run, new_id: str) -> Run:
     events = [replace(e, run_id=new_id, raw={**e.raw, "run_id": new_id}) for e in run.events]
     return Run(new_id, run.task, events)
+
+
+#: Runners and their keys, for tests of attested outcomes.
+RUNNER_KEYS = {f"runner-{n}": f"the key of runner {n}, long enough".encode() for n in range(1, 5)}
+
+
+def attested(run: Run, runner: str, keys: dict[str, bytes] = RUNNER_KEYS) -> Run:
+    """`run` with its ``end`` attested by `runner` (see :mod:`stream.attest`)."""
+    signer = Signer(runner, keys[runner])
+    end = [signer.sign(event.raw) for event in run.events][-1]
+    return Run(run.run_id, run.task, [*run.events[:-1],
+                                      replace(run.events[-1], raw=end, meta=end["meta"])],
+               run.source)
 
 
 def png(width: int, height: int) -> bytes:
@@ -266,8 +280,13 @@ def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, by
     asyncio.run(run())
 
 
-def publish_events(bootstrap: str, topic: str, events: Iterable[dict]) -> None:
-    produce(bootstrap, topic, [(e["run_id"].encode(), json.dumps(e).encode()) for e in events])
+def publish_events(bootstrap: str, topic: str, events: Iterable[dict],
+                   signer: Signer | None = None) -> None:
+    """Publish `events`, each run's ``end`` attested by `signer` (default: the machine's
+    runner, as ``trustlayer replay`` does)."""
+    signer = signer or local_signer()
+    produce(bootstrap, topic, [(e["run_id"].encode(), json.dumps(signer.sign(e)).encode())
+                               for e in events])
 
 
 def setup(kafka, tmp_path: Path):

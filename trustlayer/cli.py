@@ -27,6 +27,7 @@ from trustlayer.errors import (
     EXIT_OK,
     ModelError,
     TraceError,
+    UnjudgeableEvent,
     UsageError,
 )
 
@@ -381,9 +382,14 @@ def _run(argv: list[str]) -> int:
     except (TraceError, ModelError, UsageError) as exc:
         print(f"trustlayer {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except UnjudgeableEvent as exc:  # an HTML report shows every screenshot it judged
+        print(f"trustlayer: error: {exc}: the run cannot be shown", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except OSError as exc:  # a path that cannot be read or written
-        print(f"trustlayer {args.command}: error: {exc.filename or ''}: {exc.strerror or exc}",
-              file=sys.stderr)
+        # a failed write names no file: it was the output (report -o /dev/full)
+        where = exc.filename or getattr(args, "output", None) or getattr(args, "report", None)
+        print(f"trustlayer {args.command}: error: {where}: {exc.strerror or exc}" if where else
+              f"trustlayer {args.command}: error: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ValueError as exc:  # LearnError, imported with the learner only
         from trustlayer.learn.learner import LearnError

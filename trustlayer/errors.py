@@ -23,6 +23,11 @@ class TraceError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
+class UnjudgeableEvent(Exception):
+    """A well-formed event the judge cannot use (its screenshot does not decode): a fault
+    of the run's stream, blamed on neither the agent nor the product."""
+
+
 class ModelError(ValueError):
     """A model file that cannot be used."""
 

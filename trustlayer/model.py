@@ -8,6 +8,7 @@ used. ``Model.load(path)`` of ``model.save(path)`` gives an equal model.
 from __future__ import annotations
 
 import base64
+import errno
 import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -222,11 +223,19 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
             raise ModelError(f"model file is damaged: {exc!r}") from None
 
     def save(self, path: str | Path) -> None:
-        """Write the model as JSON (atomically: a temporary file, then a rename)."""
+        """Write the model as JSON (atomically: a temporary file, then a rename; the
+        temporary file does not stay when either fails)."""
         path = Path(path)
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "a directory, not a model file", str(path))
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=1, sort_keys=True), encoding="utf-8")
-        tmp.replace(path)
+        try:
+            tmp.write_text(json.dumps(self.to_json(), indent=1, sort_keys=True),
+                           encoding="utf-8")
+            tmp.replace(path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
 
     @classmethod
     def load(cls, path: str | Path) -> "Model":

@@ -24,7 +24,7 @@ from trustlayer.settings import LLMSettings, Settings
 HEX64, HEX16 = re.compile(r"[0-9a-f]{64}"), re.compile(r"[0-9a-f]{16}")
 CAUSES = (None, "product_bug", "agent_error")
 FRACTION_SETTINGS = ("ssim_same", "ssim_different", "unexplained_line_tolerance")
-POSITIVE_SETTINGS = ("thumbnail_size", "max_image_pixels")
+POSITIVE_SETTINGS = ("thumbnail_size", "max_image_pixels", "max_image_bytes")
 TIMING_STATS = ("min", "median", "max", "n")
 STATE_KEYS = ("id", "name", "profile", "structural", "image_shas", "phashes", "thumbnails",
               "volatile_mask", "members")

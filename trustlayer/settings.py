@@ -29,6 +29,8 @@ class Settings:
     ----------
     max_image_pixels:
         Screenshots with more pixels are refused (decompression bombs).
+    max_image_bytes:
+        Screenshot files (or data URIs) larger than this are refused before they are read.
     phash_same / phash_different:
         Perceptual-hash Hamming distances (64-bit hash) at or below which two screens
         look the same, and at or above which they look different.
@@ -53,6 +55,7 @@ class Settings:
     """
 
     max_image_pixels: int = 40_000_000
+    max_image_bytes: int = 20 * 1024 * 1024
     phash_same: int = 4
     phash_different: int = 12
     ssim_same: float = 0.97

@@ -1,6 +1,7 @@
 """The judge hands the event loop a turn within :data:`stream.runtime.JUDGE_TURN` seconds
 (the consumer's heartbeats and fetches run in that loop): a batch is judged until its turn
-ends, and the records not judged yet wait first in line for the next turn."""
+ends, and the records not judged yet wait first in line for the next turn, as do those of a partition
+whose record's screenshot is still decoding."""
 from __future__ import annotations
 
 import asyncio
@@ -25,15 +26,29 @@ class Record:
 def test_a_turn_ends_at_its_deadline_after_one_record_at_least():
     batch = [Record(k) for k in range(10)]
     judged: list = []
+    waiting: list = []
     handed = []
-    for record in within_turn(batch, time.monotonic() + 0.05, judged):
+    for record in within_turn(batch, time.monotonic() + 0.05, judged, waiting):
         handed.append(record)
         time.sleep(0.02)  # a slow record
     assert 2 <= len(handed) <= 4 and handed == judged == batch[:len(handed)]
+    assert waiting == batch[len(handed):]
     late: list = []
-    assert list(within_turn(batch, time.monotonic() - 1, late)) == late == batch[:1]
+    assert list(within_turn(batch, time.monotonic() - 1, late, [])) == late == batch[:1]
     every: list = []
-    assert list(within_turn(batch, time.monotonic() + 60, every)) == every == batch
+    assert list(within_turn(batch, time.monotonic() + 60, every, [])) == every == batch
+
+
+def test_a_record_still_decoding_holds_back_its_partition_only():
+    """A screenshot decoding (not ready) keeps its record and the later ones of its
+    partition waiting, in order; the other partitions' records are judged meanwhile."""
+    batch = [Record(k, partition=k % 2) for k in range(8)]
+    judged: list = []
+    waiting: list = []
+    handed = list(within_turn(batch, time.monotonic() + 60, judged, waiting,
+                              ready=lambda record: record.offset != 2))
+    assert [r.offset for r in handed] == [0, 1, 3, 5, 7]
+    assert [r.offset for r in waiting] == [2, 4, 6]
 
 
 def test_records_put_back_come_first_again_in_their_order():

@@ -22,6 +22,7 @@ ALERTS = {
     "ProductBugFailuresRising",
     "WorkerSilent",
     "DLQGrowing",
+    "ShadowVerdictsDisagree",
 }
 
 

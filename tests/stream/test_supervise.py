@@ -12,22 +12,41 @@ import pytest
 from stream.processes import free_port, stop_process
 from stream.supervise import CHILD_ENV, RESTART, supervise
 
-#: a child that asks for a restart twice (as a stalled worker does), then ends
+#: a child that asks for a restart twice (as a stalled worker does), then ends for good (2)
 STALLS_TWICE = ("import os, sys; n = int(os.environ['%s']); print('child', n, flush=True); "
-                "sys.exit(%d if n < 2 else 0)" % (CHILD_ENV, RESTART))
+                "sys.exit(%d if n < 2 else 2)" % (CHILD_ENV, RESTART))
 
 
 def test_a_stalled_child_is_started_again_and_knows_the_stalls_before_it(capfd):
-    assert supervise([sys.executable, "-c", STALLS_TWICE]) == 0
+    assert supervise([sys.executable, "-c", STALLS_TWICE]) == 2
     out, err = capfd.readouterr()
     assert out.split() == ["child", "0", "child", "1", "child", "2"]
     assert "restarting after a stall (2 so far)" in err
 
 
-@pytest.mark.parametrize("code", [0, 2])
-def test_a_child_that_ends_or_has_bad_input_is_not_started_again(capfd, code):
-    assert supervise([sys.executable, "-c", f"print('once'); raise SystemExit({code})"]) == code
+def test_a_child_with_bad_input_is_not_started_again(capfd):
+    assert supervise([sys.executable, "-c", "print('once'); raise SystemExit(2)"]) == 2
     assert capfd.readouterr().out.split() == ["once"]
+
+
+def test_a_child_stopped_alone_is_started_again():
+    """SIGTERM to the Faust worker's PID only (the supervisor was not told to stop): the
+    worker is started again instead of the whole command ending (issue 29)."""
+    code = ("import os, signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0));"
+            f" print(os.getpid(), os.environ['{CHILD_ENV}'], flush=True); time.sleep(60)")
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; from stream.supervise import "
+                               f"supervise; sys.exit(supervise([sys.executable, '-c', {code!r}]))"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = int(parent.stdout.readline().split()[0])
+        os.kill(first, signal.SIGTERM)
+        second = int(parent.stdout.readline().split()[0])
+        assert second != first and parent.poll() is None
+        parent.terminate()  # the command itself told to stop: it ends, with the child's code
+        assert parent.wait(timeout=20) == 0
+        assert "the worker was stopped, but not this command," in parent.stderr.read()
+    finally:
+        parent.kill()
 
 
 def test_sigterm_reaches_the_child_and_ends_the_supervisor():

@@ -12,6 +12,7 @@ import pytest
 from prometheus_client import generate_latest
 from streamkit import (
     REPO,
+    RUNNER_KEYS,
     TEST,
     as_records,
     bad_records,
@@ -24,6 +25,7 @@ from streamkit import (
     renamed,
 )
 
+from stream.attest import Signer
 from stream.registry import ModelRegistry
 from stream.replay import read_events
 from stream.deadletter import dlq_reason
@@ -323,16 +325,23 @@ def test_runs_finish_on_the_version_they_started_with():
     assert versions == {first[0]["run_id"]: {model().version}, "later-run": {new.version}}
 
 
-def test_successful_runs_go_to_refinement_unless_it_is_off():
-    records = as_records(interleave([list(r) for r in example_events()]))
-    out = processor().process_batch(records)
+def test_attested_successful_runs_go_to_refinement_unless_it_is_off():
+    signer = Signer("runner-1", RUNNER_KEYS["runner-1"])
+    records = as_records(interleave([[signer.sign(e) for e in r] for r in example_events()]))
+    out = processor(runner_keys=RUNNER_KEYS).process_batch(records)
     outcomes = {run[-1]["run_id"]: run[-1]["outcome"] for run in example_events()}
     assert set(outcomes.values()) == {"success", "failure"}
     finished = {payload["run_id"]: payload for _, payload in out.finished}
     assert set(finished) == {rid for rid, outcome in outcomes.items() if outcome == "success"}
+    assert {p["runner"] for p in finished.values()} == {"runner-1"}
     lengths = {run[0]["run_id"]: len(run) for run in example_events()}
     assert all(len(p["offsets"]) == lengths[rid] for rid, p in finished.items())
-    assert not processor(refine=False).process_batch(records).finished
+    assert not processor(refine=False, runner_keys=RUNNER_KEYS).process_batch(records).finished
+    # unattested, or attested by a runner the worker does not know: not learned from
+    unsigned = as_records(interleave([list(r) for r in example_events()]))
+    assert not processor(runner_keys=RUNNER_KEYS).process_batch(unsigned).finished
+    assert not processor(runner_keys={"runner-2": RUNNER_KEYS["runner-2"]}).process_batch(
+        records).finished
 
 
 def test_the_exported_metric_names_are_those_of_the_alert_rules_and_dashboard():

@@ -19,6 +19,7 @@ from trustlayer.compare.equivalence import at_an_end_place, ends_like_success, j
 from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.judge.cause import explain_failure
+from trustlayer.judge.faults import feed_checked
 from trustlayer.judge.history import Observed, row_of
 from trustlayer.judge.signs import FailureWatch
 from trustlayer.judge.status import AT_RISK, FAILED, PASSED, RUNNING, Status
@@ -242,6 +243,13 @@ class Matcher:
         self.status.detected_at_seq = seq
         self.status.final = True
 
+    def fail(self, seq: int, reason: str, cause: str | None) -> Status:
+        """Fail the run for good at event `seq`, for a `reason` outside what it showed (e.g.
+        an event that cannot be judged: :mod:`trustlayer.judge.faults`); after the run's
+        first event was fed (:meth:`feed` makes its status before anything else)."""
+        self._fail(seq, reason, cause)
+        return self.status
+
     def close(self, seq: int) -> None:
         """Judge the run as ended after event `seq` (its end event, or its last one)."""
         if self.status is None or self.status.final:
@@ -383,7 +391,9 @@ def judge_run(model: Model, run: Run, llm: LLMJudge | None = None) -> Status:
     matcher = Matcher(model, llm)
     status = None
     for event in run.events:
-        status = matcher.feed(event)
+        status, fault = feed_checked(matcher, event)
+        if fault is not None:
+            return status
     if run.end is None:
         matcher.close(run.events[-1].seq)
         status = matcher.status

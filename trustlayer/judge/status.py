@@ -12,6 +12,8 @@ from typing import Any, Sequence
 from trustlayer.errors import cut
 
 RUNNING, AT_RISK, PASSED, FAILED = "running", "at_risk", "passed", "failed"
+#: The status of a run the stream finalised without its end event (see stream.silence).
+INCOMPLETE = "incomplete"
 
 #: The fields of a verdict, in the order its JSON lists them (``verdict`` is derived).
 VERDICT_FIELDS = ("run_id", "task", "model_version", "status", "reason", "cause", "coverage",
@@ -44,9 +46,12 @@ class Status:
 
     @property
     def verdict(self) -> str | None:
-        """``pass`` or ``fail`` once final, else None."""
+        """``pass`` or ``fail`` once final (``incomplete`` for a run finalised without its
+        end), else None."""
         if self.status == FAILED:
             return "fail"
+        if self.status == INCOMPLETE:
+            return INCOMPLETE
         return "pass" if self.final and self.status == PASSED else None
 
     def to_json(self, fields: Sequence[str] = VERDICT_FIELDS,

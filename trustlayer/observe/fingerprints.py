@@ -29,6 +29,8 @@ from trustlayer.observe.images import ImageRef
 from trustlayer.observe.traces import Action, Observation
 
 HASH_IMAGE_SIZE = 32
+#: The shorter side a screenshot is decoded to for its signature (``ImageRef.gray``).
+SIGNATURE_SIDE = HASH_IMAGE_SIZE * 4
 
 
 class _Signed:
@@ -102,7 +104,7 @@ class Fingerprint:
 def image_signature(shot: ImageRef, thumbnail_size: int) -> tuple[int, bytes]:
     """Perceptual hash (DCT pHash of a downscaled grayscale copy) and thumbnail bytes of a
     screenshot (what a runner-side publisher sends instead of it, too)."""
-    side = HASH_IMAGE_SIZE * 4
+    side = SIGNATURE_SIDE
     small = shot.gray(min_side=side).resize((side, side), Image.Resampling.BOX)
     phash = int(str(imagehash.phash(small)), 16)
     thumb = small.resize((thumbnail_size, thumbnail_size), Image.Resampling.BOX)

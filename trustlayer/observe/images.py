@@ -15,7 +15,8 @@ from typing import Any
 
 from PIL import Image
 
-from trustlayer.errors import TraceError
+from trustlayer.errors import TraceError, UnjudgeableEvent
+from trustlayer.observe.regular import NotReadable, read_regular
 from trustlayer.settings import Settings
 
 HEX64, HEX16 = re.compile(r"[0-9a-f]{64}"), re.compile(r"[0-9a-f]{16}")
@@ -25,28 +26,47 @@ IMAGE_FORMATS = ("PNG", "JPEG", "WEBP")
 class ImageRef:
     """A screenshot held as its encoded bytes; pixels are decoded on first use."""
 
-    __slots__ = ("data", "origin", "sha256", "size", "_gray")
+    __slots__ = ("_gray", "data", "failure", "origin", "sha256", "size")
 
     def __init__(self, data: bytes, origin: str):
         self.data, self.origin = data, origin
         self.sha256 = hashlib.sha256(data).hexdigest()
         self._gray: Image.Image | None = None
         self.size: tuple[int, int] | None = None
+        #: why the pixels cannot be used (set when decoding failed or ran out of time)
+        self.failure: str | None = None
 
     def gray(self, min_side: int = 0) -> Image.Image:
         """The decoded image in 8-bit grayscale (decoded once), first reduced by a whole
-        factor that keeps its shorter side at least `min_side` (0: full size)."""
+        factor that keeps its shorter side at least `min_side` (0: full size).
+
+        Raises :class:`~trustlayer.errors.UnjudgeableEvent` when the pixels do not decode
+        (a truncated file, corrupt compressed data, a palette image without its palette):
+        the header, checked when the event was read, promised an image the data is not.
+        """
+        if self.failure is not None:
+            raise UnjudgeableEvent(self.failure)
         if self._gray is None or min_side == 0 and self._gray.size != self.size:
-            with Image.open(io.BytesIO(self.data)) as image:
-                self.size = image.size
-                factor = max(1, min(image.size) // min_side) if min_side else 1
-                image.load()
-                if image.mode == "P":
-                    image = _palette_to_gray(image)
-                elif image.mode not in ("L", "LA", "RGB", "RGBA"):  # 16-bit etc.: no reduce
-                    image = image.convert("L")
-                self._gray = (image.reduce(factor) if factor > 1 else image).convert("L")
+            try:
+                self._gray = self._decode(min_side)
+            except Exception as exc:  # Pillow raises OSError, SyntaxError,
+                # ValueError, zlib.error... for bad data: each means the same here
+                self.failure = (f"screenshot {self.origin} does not decode "
+                                f"({type(exc).__name__}: {exc})")
+                raise UnjudgeableEvent(self.failure) from exc
         return self._gray
+
+    def _decode(self, min_side: int) -> Image.Image:
+        with Image.open(io.BytesIO(self.data)) as image:
+            self.size = image.size
+            factor = max(1, min(image.size) // min_side) if min_side else 1
+            image.load()
+            plain: Image.Image = image
+            if image.mode == "P":
+                plain = _palette_to_gray(image)
+            elif image.mode not in ("L", "LA", "RGB", "RGBA"):  # 16-bit etc.: no reduce
+                plain = image.convert("L")
+            return (plain.reduce(factor) if factor > 1 else plain).convert("L")
 
 
 @dataclass(frozen=True)
@@ -86,6 +106,8 @@ def _palette_to_gray(image: Image.Image) -> Image.Image:
     """A palette image in grayscale, exactly as ``convert("L")`` gives it, in a fraction of
     the time: Pillow converts the 256 palette entries once, then the pixel indices go
     through that table."""
+    if image.palette is None:
+        raise ValueError("a palette image without its palette (no PLTE chunk)")
     ramp = Image.frombytes("P", (256, 1), bytes(range(256)))
     ramp.putpalette(image.palette.tobytes(), image.palette.mode)
     return image.point(list(ramp.convert("L").tobytes()), "L")
@@ -95,13 +117,18 @@ def load_image(ref: str, base_dir: Path | None, settings: Settings, source: str,
                line: int | None) -> ImageRef:
     """Read a screenshot given as a `data:` URI or a path relative to `base_dir`.
 
-    Raises :class:`TraceError` for paths that leave `base_dir`, missing files, files
-    that are not PNG/JPEG/WebP images, and images over ``settings.max_image_pixels``.
+    Raises :class:`TraceError` for paths that leave `base_dir`, missing files, anything
+    but a regular file, files that are not PNG/JPEG/WebP images, and images over
+    ``settings.max_image_bytes`` (checked before reading) or ``settings.max_image_pixels``.
     """
     if ref.startswith("data:"):
         header, _, payload = ref.partition(",")
         if not header.startswith("data:image/") or not header.endswith(";base64"):
             raise TraceError("screenshot data URI must be 'data:image/...;base64,...'", source, line)
+        if len(payload) // 4 * 3 > settings.max_image_bytes:
+            raise TraceError(f"screenshot data URI holds about {len(payload) // 4 * 3} bytes, "
+                             f"over the limit of {settings.max_image_bytes} (setting "
+                             "max_image_bytes)", source, line)
         try:
             data = base64.b64decode(payload, validate=True)
         except (binascii.Error, ValueError):
@@ -111,28 +138,31 @@ def load_image(ref: str, base_dir: Path | None, settings: Settings, source: str,
         if base_dir is None:
             raise TraceError(f"screenshot path '{ref}' given but no image directory is allowed "
                              "here; send a data: URI instead", source, line)
-        data, origin = _read_image_file(ref, base_dir, source, line)
+        data, origin = _read_image_file(ref, base_dir, settings.max_image_bytes, source, line)
     _check_image(data, origin, settings, source, line)
     return ImageRef(data, origin)
 
 
-def _read_image_file(ref: str, base_dir: Path, source: str, line: int | None) -> tuple[bytes, str]:
-    """The bytes of the screenshot file `ref` (relative to `base_dir`, never outside it)
-    and its full path."""
+def _read_image_file(ref: str, base_dir: Path, limit: int, source: str,
+                     line: int | None) -> tuple[bytes, str]:
+    """The bytes of the screenshot file `ref` (relative to `base_dir`, never outside it; a
+    regular file of at most `limit` bytes) and its full path."""
     shown = ref if len(ref) <= 200 else ref[:200] + "…"
     root = base_dir.resolve()
     try:
         path = (root / ref).resolve()
         inside = not Path(ref).is_absolute() and path.is_relative_to(root)
-        data = path.read_bytes() if inside and path.is_file() else None
+        data = read_regular(path, limit) if inside else None
+    except (FileNotFoundError, IsADirectoryError):
+        raise TraceError(f"screenshot file not found: {path}", source, line) from None
+    except NotReadable as exc:
+        raise TraceError(f"screenshot file {exc}", source, line) from None
     except (OSError, ValueError) as exc:  # a NUL byte, a name too long, no permission
         raise TraceError(f"screenshot path '{shown}' cannot be read ({exc})", source,
                          line) from None
-    if not inside:
+    if data is None:
         raise TraceError(f"screenshot path '{shown}' leaves the trace directory {root}",
                          source, line)
-    if data is None:
-        raise TraceError(f"screenshot file not found: {path}", source, line)
     return data, str(path)
 
 

@@ -21,10 +21,14 @@ from trustlayer.observe.images import (
     parse_screenshot_print,
 )
 from trustlayer.observe.network import Response, parse_network
+from trustlayer.observe.regular import NotReadable, read_regular
 from trustlayer.settings import Settings
 
 FORMAT_VERSION = 1
 EVENT_KINDS = ("state", "action", "end")
+#: The largest ts taken (in the year 5138): a ts in milliseconds is a thousand times more,
+#: and read as seconds it made the stream's deadlines fail runs the validator passed.
+MAX_TS = 1e11
 ACTION_TYPES = ("click", "key", "type", "scroll", "wait", "navigate", "tool", "api")
 OUTCOMES = ("success", "failure", "unknown")
 SELF_REPORTS = ("success", "failure")
@@ -271,6 +275,9 @@ def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int 
     if not (isinstance(ts, float) and math.isfinite(ts) or isinstance(ts, int)
             and abs(ts) < 2 ** 53):
         raise TraceError("ts must be a finite number of seconds", source, line)
+    if ts > MAX_TS:
+        raise TraceError(f"ts {ts} is after the year 5000: it must be Unix time in seconds, "
+                         "not milliseconds", source, line)
     ts = float(ts)
     kind = _require(obj, "kind", str, source, line)
     meta = obj.get("meta")
@@ -314,9 +321,11 @@ def read_run(path: str | Path, settings: Settings | None = None) -> Run:
     path = Path(path)
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except FileNotFoundError:
         raise TraceError("file not found", source) from None
+    except NotReadable as exc:  # a FIFO would block the reader until someone writes
+        raise TraceError(f"cannot be read as a trace: {exc}", source) from None
     except UnicodeDecodeError:
         raise TraceError("file is not UTF-8 text", source) from None
     events: list[Event] = []
@@ -354,8 +363,8 @@ def trace_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     for path in map(Path, paths):
         if path.is_dir():
             yield from sorted(path.glob("*.jsonl"))
-        elif path.is_file():
-            yield path
+        elif path.exists():
+            yield path  # (read_run refuses what is not a regular file)
         else:
             raise TraceError("no such file or directory", str(path))
 

@@ -5,12 +5,15 @@ case per run, a failure carrying the reason) and a Markdown summary table (fit f
 from __future__ import annotations
 
 import json
+import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 FAIL_ON = ("any", "product_bug")
+#: Characters XML 1.0 does not allow (a run id or reason may hold them): shown as ``\xNN``.
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def failed(records: Sequence[dict[str, Any]], fail_on: str = "any") -> list[dict[str, Any]]:
@@ -64,7 +67,10 @@ def junit_xml(records: Sequence[dict[str, Any]], task: str) -> str:
             ET.SubElement(case, "system-out").text = "\n".join(
                 [record.get("reason") or "passed", *details])
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
+    text = ET.tostring(suites, "unicode")
+    # ElementTree writes control characters as they are, which XML 1.0 forbids even escaped
+    text = NOT_XML.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + text + "\n"
 
 
 def _cell(text: Any) -> str:

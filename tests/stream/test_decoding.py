@@ -1,0 +1,78 @@
+"""Screenshots are decoded off the event loop within a time budget: the loop goes on while a
+heavy one decodes, and one over budget (or undecodable) ends its run as ``stream_fault``."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from types import SimpleNamespace
+
+import pytest
+from brokenimages import heavy_png, truncated_png
+
+from stream.deadletter import Decoded
+from stream.decoding import Decoder, ReadAhead
+from trustlayer.errors import UnjudgeableEvent
+from trustlayer.observe.images import ImageRef
+from trustlayer.observe.traces import parse_event
+
+
+def decode(shot: ImageRef, budget: float) -> float:
+    """Decode `shot` with `budget`; the longest the event loop went without a turn."""
+    async def run() -> float:
+        decoder = Decoder(budget)
+        longest, last = 0.0, time.monotonic()
+        task = asyncio.create_task(decoder.decode(shot))
+        while not task.done():
+            await asyncio.sleep(0.005)
+            now = time.monotonic()
+            longest, last = max(longest, now - last), now
+        await task
+        decoder.stop()
+        return longest
+
+    return asyncio.run(run())
+
+
+def test_a_heavy_screenshot_decodes_while_the_event_loop_goes_on():
+    shot = ImageRef(heavy_png(), "heavy.png")
+    started = time.monotonic()
+    longest = decode(shot, budget=60)
+    took = time.monotonic() - started
+    assert shot.failure is None and shot.gray(128).size[0] >= 128
+    assert longest < max(0.1, took / 3), (longest, took)
+
+
+def test_a_screenshot_over_budget_fails_its_event():
+    shot = ImageRef(heavy_png(), "heavy.png")
+    decode(shot, budget=0.001)
+    assert shot.failure == "screenshot heavy.png took over 0.001 s to decode (setting " \
+        "decode_budget)"
+    with pytest.raises(UnjudgeableEvent, match="took over"):
+        shot.gray(128)
+
+
+def test_an_undecodable_screenshot_is_marked_once():
+    shot = ImageRef(truncated_png(heavy_png(800)), "cut.png")
+    decode(shot, budget=60)
+    assert shot.failure is not None and shot.failure.startswith("screenshot cut.png does not "
+                                                                "decode")
+
+
+def test_read_ahead_decodes_in_the_background_and_hands_over_what_it_read():
+    uri = "data:image/png;base64," + base64.b64encode(heavy_png()).decode()
+    obj = {"v": 1, "run_id": "r", "task": "t", "seq": 0, "ts": 1.0, "kind": "state",
+           "observation": {"screenshot": uri}}
+    decoded = Decoded(parse_event(obj), obj, None)
+    message = SimpleNamespace(partition=0, offset=7)
+
+    async def run() -> tuple[bool, bool, Decoded | None]:
+        ahead = ReadAhead(lambda record: decoded, Decoder(60))
+        first = ahead.ready(message)  # read, and its screenshot decoding started
+        await ahead.wait()
+        return first, ahead.ready(message), ahead.take(message)
+
+    first, then, taken = asyncio.run(run())
+    assert (first, then, taken) == (False, True, decoded)
+    shot = decoded.event.observation.screenshot
+    assert shot.failure is None and shot.gray(128).size[0] >= 128  # decoded, not failed
