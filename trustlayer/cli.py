@@ -38,8 +38,7 @@ if TYPE_CHECKING:
 
 DISTRIBUTION = "trustlayer-judge"  # the name on the package index; `trustlayer` is taken
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
-#: with this many successful runs or fewer, ``learn`` reports leave-one-out by itself
-FEW_RUNS = 5
+FEW_RUNS = 5  # learn reports leave-one-out itself with so few runs (habits look like milestones)
 # how each command that reads a model is called: its error when the arguments are swapped
 MODEL_USAGE = {"check": "MODEL.json RUN...", "validate": "MODEL.json RUN...",
                "eval": "MODEL.json DIR", "show": "MODEL.json",
@@ -64,8 +63,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
     settings = Settings()
     if args.llm_base_url:
         settings.llm.enabled, settings.llm.base_url = True, args.llm_base_url
-    background = read_traces(args.background, "reading background", args.quiet) \
-        if args.background else []
+    background = read_traces(args.background, "background", args.quiet) if args.background else []
     model = learn(runs, settings, causes={rid: lab.get("cause") for rid, lab in labels.items()},
                   progress=lambda items: progress(list(items), "fingerprinting", args.quiet),
                   background=background)
@@ -73,7 +71,6 @@ def cmd_learn(args: argparse.Namespace) -> int:
     print(f"learned '{model.task}' from {len(model.training_runs)} successful runs: "
           f"{len(model.states)} states, {len(model.essential)} essential, "
           f"{len(model.negative)} negative -> {args.output}")
-    # few runs cannot tell a shared habit from the task: say which milestones are in doubt
     _print_check(model, runs, args.loo or len(model.training_runs) <= FEW_RUNS, args.quiet)
     return EXIT_OK
 

@@ -14,12 +14,7 @@ from typing import Any, Iterable, Iterator
 
 from trustlayer.errors import TraceError
 from trustlayer.observe.canonical import mask
-from trustlayer.observe.images import (
-    ImageRef,
-    ScreenshotPrint,
-    load_image,
-    parse_screenshot_print,
-)
+from trustlayer.observe.images import ImageRef, ScreenshotPrint, load_image, parse_screenshot_print
 from trustlayer.observe.network import Response, parse_network
 from trustlayer.observe.regular import NotReadable, read_regular
 from trustlayer.settings import Settings
