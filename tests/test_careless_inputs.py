@@ -44,7 +44,7 @@ def test_learn_onto_a_directory_says_so_and_leaves_nothing(tmp_path):
     target.mkdir()
     done = cli("learn", str(TRAIN), "-o", str(target))
     assert done.returncode == 2
-    assert f"trustlayer: error: {target}: a directory, not a model file" in done.stderr
+    assert f"trustlayer learn: error: {target}: a directory, not a model file" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["models"]
 
 
@@ -56,4 +56,4 @@ def test_a_report_to_a_full_device_names_it(tmp_path):
                  ("report", str(model), runs, "-o", "/dev/full")):
         done = cli(*argv)
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-        assert "trustlayer: error: /dev/full: No space left on device" in done.stderr
+        assert f"trustlayer {argv[0]}: error: /dev/full: No space left on device" in done.stderr
