@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 from trustlayer.observe.canonical import mask
 from trustlayer.observe.context import file_facts
@@ -116,8 +116,13 @@ class RemovalLedger:
                 for line in lines if line not in self.removed.get(path, set())]
 
 
-def _ledger(run: Run) -> RemovalLedger:
-    ledger, files = RemovalLedger(), None
+Ledger = TypeVar("Ledger", "RemovalLedger", "WordLedger")
+
+
+def _fed(run: Run, ledger: Ledger) -> Ledger:
+    """`ledger` fed every state of `run` (its text, the files changed since the state
+    before)."""
+    files = None
     for event in run.events:
         if event.kind == "state":
             observed = event.observation.files
@@ -133,7 +138,7 @@ def _distinctive(line: str) -> bool:
 def required_removals(runs: Sequence[Run]) -> dict[str, list[str]]:
     """``path -> lines`` that every successful run showing all its changes of the file
     removed from it (at least two runs, and at least half of them, showed them all)."""
-    ledgers = [_ledger(run) for run in runs]
+    ledgers = [_fed(run, RemovalLedger()) for run in runs]
     paths = set().union(*(ledger.removed.keys() for ledger in ledgers))
     required = {}
     for path in sorted(paths):
@@ -225,22 +230,12 @@ class WordLedger:
                    set(data["unseen"]))
 
 
-def _word_ledger(run: Run) -> WordLedger:
-    ledger, files = WordLedger(), None
-    for event in run.events:
-        if event.kind == "state":
-            observed = event.observation.files
-            ledger.observe(event.observation.text, changed_files(files, observed))
-            files = files if observed is None else observed
-    return ledger
-
-
 def required_words(runs: Sequence[Run], paths: Iterable[str]) -> dict[str, list[str]]:
     """``path -> words`` that every successful run showing all its changes of the file
     (at least two runs, and at least half of them) added to it and did not take out: what
     every implementation says (the option's name, the call doing the work), whatever its
     shape. For `paths`, the files they all changed."""
-    ledgers = [_word_ledger(run) for run in runs]
+    ledgers = [_fed(run, WordLedger()) for run in runs]
     required = {}
     for path in sorted(paths):
         seen = [words for ledger in ledgers if (words := ledger.net(path)) is not None]
