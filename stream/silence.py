@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from trustlayer.judge.matcher import DEADLINE_FLOOR
+from trustlayer.judge.deadlines import DEADLINE_FLOOR
 from trustlayer.model import Model
 
 from stream.config import WorkerSettings

@@ -146,3 +146,14 @@ def test_where_successful_runs_disagree_on_checking_a_run_that_does_not_passes_w
     assert any("did not check its work afterwards" in w for w in unchecked.warnings)
     checked = judge_run(model, tool_run("checked", [task, edit, tested]))
     assert checked.verdict == "pass" and not checked.warnings
+
+
+def test_a_row_holding_the_text_the_agent_typed_is_its_own_choice_not_another_row():
+    # three training runs left the description empty ('-'); this success typed one
+    model = learn(read_runs([RENAME / "train" / f"dj-rename-category-train-0{n}.jsonl"
+                             for n in (1, 5, 8)]))
+    described = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-07.jsonl"))
+    assert described.verdict == "pass", described.reason
+    # the new name typed after the old one is no typed text put in a row of theirs
+    appended = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-14.jsonl"))
+    assert appended.verdict == "fail"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from trustlayer.judge.matcher import DEADLINE_FLOOR, DEADLINE_MIN_OBSERVATIONS, Matcher, deadline
+from trustlayer.judge.deadlines import DEADLINE_FLOOR, DEADLINE_MIN_OBSERVATIONS, deadline
+from trustlayer.judge.matcher import Matcher
 from trustlayer.observe.traces import parse_event
 
 from stream.registry import ModelRegistry

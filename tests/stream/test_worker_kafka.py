@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.request
 
-from trustlayer.judge.matcher import DEADLINE_FLOOR
+from trustlayer.judge.deadlines import DEADLINE_FLOOR
 
 from finals import check_finals, copies, halves
 from streamkit import (

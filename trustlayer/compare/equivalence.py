@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Collection
+from typing import Any, Collection, Sequence
 
 import numpy as np
 from PIL import Image
@@ -99,20 +99,75 @@ def _tolerated(unexplained: Collection[str], fp: Fingerprint, state: ModelState,
         word_tokens(line) for line in unexplained)
 
 
+def _telling(tokens: Sequence[str]) -> tuple[str, ...]:
+    """The tokens that hold a letter or a digit (a wildcard too)."""
+    return tuple(t for t in tokens if t == WILDCARD or any(c.isalnum() for c in t))
+
+
+def typed_tokens(text: str) -> tuple[str, ...]:
+    """The telling tokens of a text the agent typed, as lines are split."""
+    return _telling(split_line(f"X|{text}")[1])
+
+
+def with_typed_text(line: str, template: str, typed: Sequence[tuple[str, ...]]) -> bool:
+    """Whether `line` is `template` with one text the agent typed (`typed`: each text's
+    telling tokens) put in one place, punctuation aside: a row whose empty ``-`` became
+    the description the agent typed. Its own choice, not another row.
+
+    >>> typed = [("Crime", "Mystery"), ("Detective", "and", "crime", "novels")]
+    >>> with_typed_text("X|Crime & Mystery Detective and crime novels", "X|Crime & Mystery -",
+    ...                 typed)
+    True
+    >>> with_typed_text("X|Mystery Crime & Mystery", "X|Crime & Mystery -", typed)
+    False
+    """
+    (prefix, body), (wanted_prefix, wanted_body) = split_line(line), split_line(template)
+    mine, wanted = _telling(body), _telling(wanted_body)
+    if prefix != wanted_prefix or not wanted:
+        return False
+    for text in typed:
+        for start in range(len(mine) - len(text) + 1):
+            if mine[start:start + len(text)] == text:
+                rest = mine[:start] + mine[start + len(text):]
+                if len(rest) == len(wanted) and all(w in (WILDCARD, m)
+                                                    for w, m in zip(wanted, rest)):
+                    return True
+    return False
+
+
+def _typed_variants(missing: list[str], unexplained: Collection[str],
+                    typed: Sequence[tuple[str, ...]]) -> tuple[list[str], list[str]]:
+    """The salient templates still missing, and the lines still unexplained, once a line
+    showing a missing template with a typed text put in (:func:`with_typed_text`) counts
+    as showing it."""
+    rest, still = list(unexplained), []
+    for template in missing:
+        found = next((line for line in rest if with_typed_text(line, template, typed)), None)
+        if found is None:
+            still.append(template)
+        else:
+            rest.remove(found)
+    return still, rest
+
+
 def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
-                known_words: frozenset[str], strict: bool, only_same: bool) -> Decision:
+                known_words: frozenset[str], strict: bool, only_same: bool,
+                typed: Sequence[tuple[str, ...]] = ()) -> Decision:
     """The structure tier; `only_same`: no unsure answer (none is asked further) and no
-    evidence (the caller reads only whether the pair is the same)."""
+    evidence (the caller reads only whether the pair is the same). A salient line with a
+    text the agent typed put in (`typed`) still counts as shown."""
     if not fp.has_structure:
         return Decision("different", "structure", {"reason": "the state has no text"})
     profile = state.profile
-    if only_same:
+    if only_same and not typed:
         if not profile.shows_every_salient(fp.lines):
             return Decision("different", "structure")
         missing, unexplained, evidence = [], profile.unexplained(fp.lines), {}
     else:
         missing, unexplained = profile.compare(fp.lines)
-        evidence = {"missing": missing[:8], "unexplained": unexplained[:8]}
+        if typed and missing:
+            missing, unexplained = _typed_variants(missing, unexplained, typed)
+        evidence = {} if only_same else {"missing": missing[:8], "unexplained": unexplained[:8]}
     if missing:
         return Decision("different", "structure", evidence)
     if not strict:  # shown as evidence, not held against the state
@@ -135,7 +190,8 @@ def _thumbnail_png(raw: bytes | None, size: int) -> bytes | None:
 
 def decide(fp: Fingerprint, state: ModelState, settings: Settings,
            llm: LLMJudge | None = None, known_words: frozenset[str] = frozenset(),
-           strict: bool = False, only_same: bool = False) -> Decision:
+           strict: bool = False, only_same: bool = False,
+           typed: Sequence[tuple[str, ...]] = ()) -> Decision:
     """Decide whether observed state `fp` is model state `state`: same, different or unsure.
 
     `llm` is consulted only for a pair the other tiers leave unsure; pass None (the
@@ -158,7 +214,7 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
         return Decision("same", "exact", {"image_sha": fp.image_sha[:12]})
     if state.structural:
         decision = _structural(fp, state, settings, known_words, strict,
-                               only_same=only_same and llm is None)
+                               only_same=only_same and llm is None, typed=typed)
     elif fp.has_structure:
         decision = Decision("different", "structure", {"reason": "model state has no text"})
     else:
@@ -174,13 +230,14 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
 
 
 def judge(model: Model, fp: Fingerprint, state_id: str, llm: LLMJudge | None = None,
-          only_same: bool = False, own_words: frozenset[str] = frozenset()) -> Decision:
+          only_same: bool = False, own_words: frozenset[str] = frozenset(),
+          typed: Sequence[tuple[str, ...]] = ()) -> Decision:
     """:func:`decide` for `model`'s state `state_id`, with the model's own settings and
-    known words (and `own_words`: what the run's agent typed, its own choice of words),
-    strict for a state where successful runs end."""
+    known words (and `own_words`: what the run's agent typed, its own choice of words;
+    `typed`: its texts' telling tokens), strict for a state where successful runs end."""
     return decide(fp, model.states[state_id], model.settings, llm,
                   index_of(model).known_words | own_words,
-                  strict=state_id in model.accepting, only_same=only_same)
+                  strict=state_id in model.accepting, only_same=only_same, typed=typed)
 
 
 def like_in_shape(model: Model, fp: Fingerprint, state_id: str) -> bool:

@@ -15,11 +15,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from trustlayer.compare.equivalence import at_an_end_place, ends_like_success, judge, like_in_shape
+from trustlayer.compare.equivalence import (at_an_end_place, ends_like_success, judge,
+                                            like_in_shape, typed_tokens)
 from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.judge.cause import explain_failure
 from trustlayer.judge.faults import feed_checked
+from trustlayer.judge.deadlines import deadline
 from trustlayer.judge.history import Observed, row_of
 from trustlayer.judge.signs import FailureWatch
 from trustlayer.judge.status import AT_RISK, FAILED, PASSED, RUNNING, Status
@@ -30,7 +32,6 @@ from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.steps import Step, StepBuilder, action_signatures
-from trustlayer.observe.templates import word_tokens
 from trustlayer.observe.traces import Action, Event, Observation, Run
 
 
@@ -56,10 +57,15 @@ class Matcher:
         self.expected_shown: dict[str, bool] = {}  # ... and the value successful runs gave
         self.removals = RemovalLedger(model.required_removals)
         self.signs = FailureWatch()
-        self.typed_words: frozenset[str] = frozenset()  # words of the text the agent typed
+        self.typed: tuple[tuple[str, ...], ...] = ()  # the texts the agent typed, as tokens
         self.reshaped: list[str] = []  # transient milestones met with other counts (each
         # the milestone reached by that step: see _observe)
         self.status: Status | None = None  # the run's status after the last event fed
+
+    @property
+    def typed_words(self) -> frozenset[str]:
+        """The words of the texts the agent typed: its own choice, no news when shown."""
+        return frozenset(t for text in self.typed for t in text if t.isalpha() and len(t) > 2)
 
     def _llm_for_run(self) -> LLMJudge | None:
         if self.llm is None or not self.model.settings.llm.enabled:
@@ -70,10 +76,13 @@ class Matcher:
 
     def _matches(self, step) -> list[str]:
         found = []
-        for sid in sorted(index_of(self.model).plausible(step.fingerprint)):
+        index = index_of(self.model)  # a line the agent's typed text changed is no exact hit
+        plausible = index.plausible(step.fingerprint) | (
+            index.candidates(step.fingerprint) if self.typed else set())
+        for sid in sorted(plausible):
             llm = self._llm_for_run()
             decision = judge(self.model, step.fingerprint, sid, llm, only_same=True,
-                             own_words=self.typed_words)
+                             own_words=self.typed_words, typed=self.typed)
             if decision.evidence.get("llm_called"):
                 self.status.llm_calls += 1
             if decision.same:
@@ -98,7 +107,7 @@ class Matcher:
         before = self.builder.previous_lines
         if event.kind == "action" and event.action.type == "type" and event.action.value:
             # words the agent chose (a description it added) are no news when shown again
-            self.typed_words |= word_tokens(f"X|{event.action.value}")
+            self.typed += (typed_tokens(event.action.value),)
         step = self.builder.feed(event)
         if step is not None:
             if self.model.required_removals:
@@ -326,7 +335,7 @@ class Matcher:
                 "expected_shown": self.expected_shown,
                 "removed": {path: sorted(lines) for path, lines in self.removals.removed.items()},
                 "unseen": sorted(self.removals.unseen), "reshaped": self.reshaped,
-                "signs": self.signs.to_json(), "typed_words": sorted(self.typed_words),
+                "signs": self.signs.to_json(), "typed": [list(text) for text in self.typed],
                 "holders": {path: {line: sorted(held) for line, held in holders.items()}
                             for path, holders in self.removals.holders.items()},
                 "baseline_files": self.builder.baseline_files,
@@ -354,7 +363,7 @@ class Matcher:
                                     for path, holders in data.get("holders", {}).items()}
         matcher.reshaped = list(data.get("reshaped", ()))
         matcher.signs = FailureWatch.from_json(data.get("signs"))
-        matcher.typed_words = frozenset(data.get("typed_words", ()))
+        matcher.typed = tuple(tuple(text) for text in data.get("typed", ()))
         matcher.builder.baseline_files = data["baseline_files"]
         matcher.builder.pending = [Action(**a) for a in data["pending"]]
         previous = data.get("previous_lines")
@@ -363,26 +372,6 @@ class Matcher:
         return matcher
 
 
-#: A deadline needs this many timed observations from successful runs (fewer: none).
-DEADLINE_MIN_OBSERVATIONS = 3
-#: No deadline is shorter than this many seconds, whatever the successful runs took.
-DEADLINE_FLOOR = 30.0
-
-
-def deadline(stats: dict | None, factor: float) -> float | None:
-    """Seconds a duration may last given its statistics from successful runs (``max``, and
-    ``n`` observations): `factor` times the slowest, at least :data:`DEADLINE_FLOOR`;
-    None when fewer than :data:`DEADLINE_MIN_OBSERVATIONS` were seen (a deadline learned
-    from one or two runs fails runs that are merely a little slower).
-
-    >>> deadline({"max": 2.0, "n": 8}, 3.0), deadline({"max": 20.0, "n": 3}, 3.0)
-    (30.0, 60.0)
-    >>> deadline({"max": 20.0, "n": 2}, 3.0) is None, deadline(None, 3.0) is None
-    (True, True)
-    """
-    if not stats or stats.get("n", 0) < DEADLINE_MIN_OBSERVATIONS:
-        return None
-    return max(DEADLINE_FLOOR, factor * stats["max"])
 
 
 def judge_run(model: Model, run: Run, llm: LLMJudge | None = None) -> Status:
