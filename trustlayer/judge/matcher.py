@@ -77,8 +77,9 @@ class Matcher:
     def _matches(self, step) -> list[str]:
         found = []
         index = index_of(self.model)  # a line the agent's typed text changed is no exact hit
-        plausible = index.plausible(step.fingerprint) | (
-            index.candidates(step.fingerprint) if self.typed else set())
+        plausible = index.plausible(step.fingerprint)
+        if not plausible and self.typed:
+            plausible = index.candidates(step.fingerprint)
         for sid in sorted(plausible):
             llm = self._llm_for_run()
             decision = judge(self.model, step.fingerprint, sid, llm, only_same=True,
@@ -107,7 +108,9 @@ class Matcher:
         before = self.builder.previous_lines
         if event.kind == "action" and event.action.type == "type" and event.action.value:
             # words the agent chose (a description it added) are no news when shown again
-            self.typed += (typed_tokens(event.action.value),)
+            text = typed_tokens(event.action.value)
+            if sum(token.isalpha() for token in text) > 1:  # a phrase: no digit found anywhere
+                self.typed += (text,)
         step = self.builder.feed(event)
         if step is not None:
             if self.model.required_removals:
