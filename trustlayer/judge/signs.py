@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 
 from trustlayer.learn.failure_signs import shown_text
 from trustlayer.model import Model
-from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import WordLedger, changed_in_facts, taken_out
 from trustlayer.observe.steps import Step
 from trustlayer.observe.templates import shape_of
@@ -87,11 +86,10 @@ class FailureWatch:
             self.taken_out = next(([path, removed[0]] for path, removed in taken_out(text).items()
                                    if path in model.added_only), [])
         if model.gone_lines:
-            self.still_shown = sorted(lines.intersection(
-                *(model.gone_lines.get(sid, ()) for sid in ids[:1])) if ids else ())
+            self.still_shown = sorted(lines & set(model.gone_lines.get(ids[0], ()))) if ids else []
         calls = {action.call for action in step.actions}
         if model.check_files:
-            moved = changed_in_facts(file_facts(before or frozenset()), step.fingerprint.lines)
+            moved = changed_in_facts(before, step.fingerprint.lines)
             if model.required_words:
                 self.words.observe(text, moved & model.required_words.keys())
             changed = moved & set(model.check_files)

@@ -53,6 +53,13 @@ def _telling(line: str) -> bool:
     return not line.startswith(PLACE_PREFIXES) and bool(word_tokens(line))
 
 
+def _shown_at_end_place(path: Path) -> frozenset[str]:
+    """The content lines a run showed before its last state, at that state's place."""
+    end_place = place_lines(path[-1])
+    return frozenset().union(*(step.fingerprint.content for step in path[:-1]
+                               if place_lines(step) == end_place))
+
+
 def gone_lines(paths: Sequence[tuple[str, Path]]) -> dict[str, list[str]]:
     """For each state where two or more successful runs ended (`paths`: per run, that
     state's id and its steps): the content lines every such run showed at its end's place
@@ -73,8 +80,7 @@ def gone_lines(paths: Sequence[tuple[str, Path]]) -> dict[str, list[str]]:
     for end, runs in ends.items():
         if len(runs) < 2:
             continue
-        before = [frozenset().union(*(step.fingerprint.content for step in path[:-1]
-                                      if place_lines(step) == place_lines(path[-1]))) for path in runs]
+        before = [_shown_at_end_place(path) for path in runs]
         at_ends = frozenset().union(*(path[-1].fingerprint.content for path in runs))
         if lines := sorted(line for line in frozenset.intersection(*before) - at_ends
                            if _telling(line)):
@@ -91,7 +97,7 @@ def _last_change(path: Path, files: frozenset[str]) -> int | None:
     """Index of the run's last step that changed one of `files` (None: none did)."""
     found = None
     for i in range(1, len(path)):
-        if changed_in_facts(file_facts(path[i - 1].fingerprint.lines),
+        if changed_in_facts(path[i - 1].fingerprint.lines,
                             path[i].fingerprint.lines) & files:
             found = i
     return found
@@ -106,7 +112,8 @@ def changed_everywhere(paths: Sequence[Path]) -> frozenset[str]:
 
 def _used_after_change(paths: Sequence[Path]) -> list[set[str]]:
     """Per successful run, the tools it used after its last change of the files they all
-    changed (none with fewer than two runs, or when a run did not change them)."""
+    changed (none with fewer than two runs, or when a run did not change them). Used by
+    every run: the model's ``checks``; by some only: its ``some_checks`` (a warning)."""
     files = changed_everywhere(paths)
     if len(paths) < 2 or not files:
         return []
@@ -117,20 +124,6 @@ def _used_after_change(paths: Sequence[Path]) -> list[set[str]]:
             return []
         after.append(set().union(*(call_names(step) for step in path[last + 1:])))
     return after
-
-
-def checks(paths: Sequence[Path]) -> list[str]:
-    """The tools every successful run used after its last change of the files they all
-    changed (with two runs or more, each having changed them)."""
-    after = _used_after_change(paths)
-    return sorted(set.intersection(*after)) if after else []
-
-
-def some_checks(paths: Sequence[Path]) -> list[str]:
-    """The tools some successful runs, not all, used after that change: where they
-    disagree, a run checking nothing passes with a warning."""
-    after = _used_after_change(paths)
-    return sorted(set.union(*after) - set.intersection(*after)) if after else []
 
 
 def _answers(path: Path, kind: str) -> list[int]:
@@ -152,7 +145,7 @@ def _files_changed(path: Path, first: int, last: int,
     for i in range(max(first, 0) + 1, last + 1):
         before, after = path[i - 1].fingerprint.lines, path[i].fingerprint.lines
         if files is None and file_facts(after) != file_facts(before) \
-                or files is not None and changed_in_facts(file_facts(before), after) & files:
+                or files is not None and changed_in_facts(before, after) & files:
             return True
     return False
 
@@ -188,7 +181,8 @@ def overcome_shapes(paths: Sequence[Path], kinds: Sequence[str],
                 if _files_changed(path, previous[0], here):
                     brought = shapes - previous[1]
                     in_run |= {shape for shape in brought if any(
-                        shape not in _shapes(path[later]) and _files_changed(path, here, later, files)
+                        shape not in _shapes(path[later])
+                        and _files_changed(path, here, later, files)
                         for later in answers[number + 1:])}
                 previous = (here, shapes)
             overcome.update(in_run)
@@ -202,14 +196,13 @@ def failure_signs(runs: Sequence[Run], paths: Sequence[tuple[str, Path]]) -> dic
     """The model's fields that tell a failure, learned from successful runs (`paths`:
     per run, the model state it ended in and its steps)."""
     steps = [path for _, path in paths]
-    return {"gone_lines": gone_lines(paths), "checks": checks(steps),
-            "some_checks": some_checks(steps),
-            "added_only": added_only(runs),
-            "required_words": required_words(runs, changed_everywhere(steps)),
-            "statuses": statuses(runs),
-            "end_texts": end_texts(runs),
-            "check_files": sorted(changed_everywhere(steps)),
-            "overcome": overcome_shapes(steps, checks(steps), changed_everywhere(steps))}
+    files, after = changed_everywhere(steps), _used_after_change(steps)
+    every = sorted(set.intersection(*after)) if after else []
+    return {"gone_lines": gone_lines(paths), "checks": every,
+            "some_checks": sorted(set.union(*after) - set(every)) if after else [],
+            "added_only": added_only(runs), "required_words": required_words(runs, files),
+            "statuses": statuses(runs), "end_texts": end_texts(runs),
+            "check_files": sorted(files), "overcome": overcome_shapes(steps, every, files)}
 
 
 def statuses(runs: Sequence[Run]) -> list[int]:
