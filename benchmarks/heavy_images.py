@@ -3,7 +3,7 @@ of 30 heavy screenshots (16-bit PNGs under the pixel limit), on a real broker an
 
 Prints the two latencies (from publishing the good run's last event to its final verdict,
 medians) and their ratio; issue 29's goal is within 2x of alone. The heavy screenshots are
-decoded off the worker's event loop (stream.decoding), each within --decode-budget seconds,
+decoded off the worker's event loop (stream.judging.screenshots), each within --decode-budget seconds,
 while the records of other partitions are judged (a good run on the heavy run's partition
 still waits for it).
 """
@@ -24,11 +24,11 @@ from pathlib import Path
 from aiokafka.partitioner import DefaultPartitioner
 from stream_workloads import EXAMPLES, PARTITIONS, produce, start_worker, wait_ready
 
-from stream import kafka as clients
-from stream.broker import EmbeddedKafka
-from stream.processes import free_port, stopped_as_by_ctrl_c
-from stream.replay import read_events
-from stream.topics import TopicNames, ensure_topics, topic_names
+from stream.kafka.clients import clients
+from stream.kafka.broker import EmbeddedKafka
+from stream.kafka.processes import free_port, stopped_as_by_ctrl_c
+from stream.commands.replay import read_events
+from stream.kafka.topics import TopicNames, ensure_topics, topic_names
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 

@@ -35,13 +35,13 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from streamkit import CpuHogs, child_pids, read_topic  # noqa: E402
 
-from stream.broker import EmbeddedKafka  # noqa: E402
-from stream.processes import stopped_as_by_ctrl_c  # noqa: E402
-from stream.topics import topic_names  # noqa: E402
-from stream.demo import WorkerProcess, learn_models  # noqa: E402
-from stream.replay import read_events, round_robin  # noqa: E402
-from stream import kafka as clients  # noqa: E402
-from stream.topics import ensure_topics  # noqa: E402
+from stream.kafka.broker import EmbeddedKafka  # noqa: E402
+from stream.kafka.processes import stopped_as_by_ctrl_c  # noqa: E402
+from stream.kafka.topics import topic_names  # noqa: E402
+from stream.commands.demo import WorkerProcess, learn_models  # noqa: E402
+from stream.commands.replay import read_events, round_robin  # noqa: E402
+from stream.kafka.clients import clients  # noqa: E402
+from stream.kafka.topics import ensure_topics  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "jupyter"
 TRUSTLAYER = [sys.executable, "-m", "trustlayer.cli"]
@@ -142,7 +142,7 @@ def faults(count: int, work: Path, timeout: float) -> None:
                   f"broker at {broker_kill:.0f} s", flush=True)
 
             # publish in a thread; kill from this one (the broker is tied to the thread that
-            # starts it: see stream.broker.die_with_parent)
+            # starts it: see stream.kafka.broker.die_with_parent)
             resent: list[int] = []
             publisher = threading.Thread(target=lambda: resent.append(asyncio.run(
                 publish_through_faults(kafka.bootstrap, topics.events, events, rate))))

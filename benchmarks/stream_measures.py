@@ -26,16 +26,17 @@ from stream_workloads import (EXAMPLES, PARTITIONS, events_processed, machine_st
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from stream import kafka as clients
-from stream.config import GC_THRESHOLDS, WorkerSettings
-from stream.demo import READY, ready_partitions
-from stream.processes import free_port, stop_process
-from stream.processor import StreamProcessor
-from stream.records import DictStore, Source
-from stream.registry import ModelRegistry
-from stream.replay import read_events
-from stream.replay import round_robin as interleave
-from stream.topics import ensure_topics, topic_names
+from stream.kafka.clients import clients
+from stream.judging.settings import WorkerSettings
+from stream.worker.config import GC_THRESHOLDS
+from stream.commands.demo import READY, ready_partitions
+from stream.kafka.processes import free_port, stop_process
+from stream.judging.processor import StreamProcessor
+from stream.judging.records import DictStore, Source
+from stream.models.registry import ModelRegistry
+from stream.commands.replay import read_events
+from stream.commands.replay import round_robin as interleave
+from stream.kafka.topics import ensure_topics, topic_names
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import run_of_events
 

@@ -6,7 +6,7 @@ measured in the same run (nothing asserted).
 1. throughput on text/a11y events (screenshots stripped), published beforehand: the worker
    (``trustlayer worker``, refinement off) ÷ a do-nothing Faust agent (same broker, topic,
    events and batching: what Faust's own delivery costs; the worker takes fetches past it,
-   see stream/kafka.py; goal >= 0.5) and ÷ a plain aiokafka loop that json-decodes each
+   see stream/kafka/clients.py; goal >= 0.5) and ÷ a plain aiokafka loop that json-decodes each
    event and produces one small record; two workers in one group (measured once they share
    the partitions, over four times the events) ÷ one worker, with the CPU each worker used;
 2. per-screenshot-event cost in the worker's processor (data URI decode, checks,
@@ -37,11 +37,11 @@ from stream_measures import (FLEET_AGENTS, broker_latency, latency, nothing_thro
                              plain_loop, screenshot_cost, worker_throughput)
 from stream_workloads import EXAMPLES, PARTITIONS, copies, produce, steal_during, text_only
 
-from stream.broker import EmbeddedKafka
-from stream.processes import stopped_as_by_ctrl_c
-from stream.replay import read_events
-from stream.replay import round_robin as interleave
-from stream.topics import ensure_topics, topic_names
+from stream.kafka.broker import EmbeddedKafka
+from stream.kafka.processes import stopped_as_by_ctrl_c
+from stream.commands.replay import read_events
+from stream.commands.replay import round_robin as interleave
+from stream.kafka.topics import ensure_topics, topic_names
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import run_of_events
 

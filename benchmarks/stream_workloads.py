@@ -17,8 +17,8 @@ from typing import Callable, TypeVar
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from stream import kafka as clients  # noqa: E402
-from stream.demo import WorkerProcess  # noqa: E402
+from stream.kafka.clients import clients  # noqa: E402
+from stream.commands.demo import WorkerProcess  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "jupyter"
 PARTITIONS = 4  # of the events topic: up to 4 workers share the load

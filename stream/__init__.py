@@ -1,1 +1,5 @@
-"""Streaming validator on Kafka: embedded broker, topics and (later) the Faust worker."""
+"""Streaming validator on Kafka, in layers (lowest first): :mod:`stream.deadletter`
+(refused records), ``models`` (versions, signing, refinement), ``judging`` (events to
+verdicts, no Kafka), ``kafka`` (clients, topics, the embedded broker), ``worker`` (the Faust
+wiring) and ``commands`` (the ``trustlayer`` subcommands); ``tests/test_architecture.py``
+keeps them so."""

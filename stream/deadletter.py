@@ -1,11 +1,9 @@
-"""Reading one record of ``trustlayer.events`` safely, and the dead-letter records of those
-that do not read.
+"""Refused records and their dead letters: what the stream does not read or trust, and why.
 
-:func:`decode_event` turns any ``(key, value)`` pair of bytes into an event or a
-:class:`Rejected` with a DLQ reason and a message naming the record (topic, partition,
-offset); it never raises anything else, whatever the bytes (invalid UTF-8, JSON nested
-10,000 deep, a 400-digit ``ts``, ``NaN``, a list instead of an object).
-:func:`dead_letter` is what the worker publishes to ``trustlayer.events.dlq`` for it.
+:class:`Rejected` is a refused record (an event :mod:`stream.judging.events` cannot read, a
+model record :mod:`stream.models.signing` does not trust): its DLQ reason and a message
+naming the record. :func:`dead_letter` is what the worker publishes to
+``trustlayer.events.dlq`` for it.
 
 The reasons (the ``reason`` label of ``trustlayer_dlq_records_total``):
 
@@ -32,13 +30,9 @@ internal_error           the worker failed on the record (a bug: it is logged wi
 from __future__ import annotations
 
 import base64
-import json
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from trustlayer.model import Model
-from trustlayer.observe.traces import MAX_NESTING, Event, parse_event
-from trustlayer.errors import TraceError, cut
+from trustlayer.errors import cut
 
 #: DLQ reasons by what the core's TraceError says (the first that matches).
 CORE_REASONS = {
@@ -68,21 +62,6 @@ class Rejected(Exception):
         self.reason, self.message = reason, message
 
 
-class Models(Protocol):
-    """Where the model of a task is found (a :class:`~stream.registry.ModelRegistry`)."""
-
-    def latest(self, task: str) -> Model | None: ...
-
-
-@dataclass
-class Decoded:
-    """A record that reads as an event: the event, its JSON object, its task's newest model."""
-
-    event: Event
-    obj: dict
-    model: Model | None
-
-
 def dlq_reason(message: str) -> str:
     """The DLQ reason for a :class:`TraceError` message (``wrong_schema`` by default).
 
@@ -97,43 +76,6 @@ def dlq_reason(message: str) -> str:
         if any(phrase in message for phrase in phrases):
             return reason
     return "wrong_schema"
-
-
-def load_json(value: bytes | None, where: str) -> Any:
-    """`value` parsed as JSON; :class:`Rejected` for bytes that are not (RecursionError of
-    deep nesting and ValueError of huge numbers included)."""
-    try:
-        return json.loads(value or b"")
-    except RecursionError:
-        raise Rejected("too_deep", f"{where}: JSON nested deeper than {MAX_NESTING} levels") \
-            from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Rejected("malformed_json", f"{where}: not valid JSON ({exc})") from None
-
-
-def decode_event(key: bytes | None, value: bytes | None, where: str, models: Models,
-                 images_dir: Any = None) -> Decoded:
-    """The event of one ``trustlayer.events`` record (key ``run_id``); `where` names the
-    record in messages. Raises :class:`Rejected` and nothing else for a bad record."""
-    obj = load_json(value, where)
-    if not isinstance(obj, dict):  # (parse_event would read a string as JSON text again)
-        raise Rejected("wrong_schema", f"{where}: an event must be a JSON object, not "
-                       f"{type(obj).__name__}")
-    task = obj.get("task")
-    model = models.latest(task) if isinstance(task, str) else None
-    try:
-        event = parse_event(obj, source=where, base_dir=images_dir,
-                            settings=model.settings if model else None)
-    except TraceError as exc:
-        raise Rejected(dlq_reason(exc.message), str(exc)) from None
-    try:  # exactly: a replaced byte would let two keys of one run reach two partitions
-        run_key = None if key is None else key.decode("utf-8")
-    except UnicodeDecodeError:
-        run_key = None
-    if run_key != event.run_id:
-        raise Rejected("wrong_key", f"{where}: record key {_short(run_key)} is not the event's "
-                       f"run_id {_short(event.run_id)} (a run's events must share a partition)")
-    return Decoded(event, obj, model)
 
 
 def dead_letter(key: bytes | None, value: bytes | None, source: Any, reason: str,
@@ -155,8 +97,3 @@ def dead_letter(key: bytes | None, value: bytes | None, source: Any, reason: str
     except UnicodeDecodeError:
         record["value_base64"] = base64.b64encode(value).decode("ascii")
     return record
-
-
-def _short(text: str | None, limit: int = 200) -> str:
-    """`text` quoted for a message, cut to about `limit` characters."""
-    return repr(text) if text is None else cut(repr(text), limit)

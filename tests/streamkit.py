@@ -27,12 +27,12 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "jupyter"
 TRAIN, TEST = EXAMPLES / "train", EXAMPLES / "test"
 
-from stream import kafka as clients  # noqa: E402
-from stream.attest import Signer, local_signer  # noqa: E402
-from stream.processes import free_port, stop_process  # noqa: E402
-from stream.replay import read_events  # noqa: E402
-from stream.replay import round_robin as interleave  # noqa: E402,F401 (for the tests)
-from stream.records import Source  # noqa: E402
+from stream.kafka.clients import clients  # noqa: E402
+from stream.models.attest import Signer, local_signer  # noqa: E402
+from stream.kafka.processes import free_port, stop_process  # noqa: E402
+from stream.commands.replay import read_events  # noqa: E402
+from stream.commands.replay import round_robin as interleave  # noqa: E402,F401 (for the tests)
+from stream.judging.records import Source  # noqa: E402
 from trustlayer.judge.matcher import judge_run  # noqa: E402
 from trustlayer.judge.status import VALIDATE_FIELDS  # noqa: E402
 from trustlayer.learn.learner import learn  # noqa: E402
@@ -107,7 +107,7 @@ RUNNER_KEYS = {f"runner-{n}": f"the key of runner {n}, long enough".encode() for
 
 
 def attested(run: Run, runner: str, keys: dict[str, bytes] = RUNNER_KEYS) -> Run:
-    """`run` with its ``end`` attested by `runner` (see :mod:`stream.attest`)."""
+    """`run` with its ``end`` attested by `runner` (see :mod:`stream.models.attest`)."""
     signer = Signer(runner, keys[runner])
     end = [signer.sign(event.raw) for event in run.events][-1]
     return Run(run.run_id, run.task, [*run.events[:-1],
@@ -169,7 +169,7 @@ class Worker:
 
     def __init__(self, bootstrap: str, prefix: str, app_id: str, models: Path, log: Path,
                  *extra: str):
-        from stream.demo import WorkerProcess
+        from stream.commands.demo import WorkerProcess
 
         self.argv = ["--broker", bootstrap, "--topics", prefix, "--app-id", app_id,
                      "--models", str(models), "--metrics-port", "0", "--session-timeout", "3",
@@ -292,7 +292,7 @@ def publish_events(bootstrap: str, topic: str, events: Iterable[dict],
 def setup(kafka, tmp_path: Path):
     """Fresh topics (a new prefix) on `kafka` and a models directory holding model():
     (prefix, topic names, models directory)."""
-    from stream.topics import ensure_topics, topic_names
+    from stream.kafka.topics import ensure_topics, topic_names
 
     prefix = unique("t")
     topics = topic_names(prefix)

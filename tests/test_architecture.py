@@ -1,6 +1,8 @@
 """The house shows the method: the core's packages are the stages of judgement, a module
 imports only its own layer and those below it, no module imports itself back through
 others, and no file grows past what one reading holds."""
+import importlib
+import pkgutil
 import subprocess
 import sys
 
@@ -20,16 +22,26 @@ LAYERS = (
     ("trustlayer.judge",),
     ("trustlayer.show", "trustlayer.score"),
     ("trustlayer.cli", "trustlayer"),
-    ("stream",),
+    # the stream: refused records, model versions, judging (no Kafka), Kafka itself, the
+    # Faust worker, the commands
+    ("stream.deadletter", "stream"),
+    ("stream.models",),
+    ("stream.judging",),
+    ("stream.kafka",),
+    ("stream.worker",),
+    ("stream.commands",),
 )
+#: stream packages that never load Kafka or Faust: judged, tested and typed without a broker
+KAFKA_FREE = ("stream.models", "stream.judging")
 MAX_LINES = 400
 
 
 def _layer(module: str) -> int:
-    for number, layer in enumerate(LAYERS):
-        if any(module == name or module.startswith(name + ".") for name in layer):
-            return number
-    raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+    """The layer of the longest name in LAYERS that `module` is or lies under."""
+    found = [(len(name), number) for number, layer in enumerate(LAYERS) for name in layer
+             if module == name or module.startswith(name + ".")]
+    assert found, f"{module} is in no layer: add it to LAYERS"
+    return max(found)[1]
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +80,14 @@ def test_the_public_api_names_resolve_and_load_only_what_they_need():
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            cwd=REPO, check=True).stdout.split()
     assert shown == ["False", "True"]
+
+
+def test_judging_loads_neither_kafka_nor_faust():
+    modules = [m.name for package in KAFKA_FREE
+               for m in pkgutil.walk_packages(importlib.import_module(package).__path__,
+                                              package + ".")]
+    code = (f"import sys; [__import__(m) for m in {modules!r}]; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'faust', 'aiokafka', 'mode'}))")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           cwd=REPO, check=True).stdout.strip()
+    assert modules and shown == "[]"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from devsets import EXAMPLES
 
-from stream.probe import broker_problem
+from stream.kafka.probe import broker_problem
 from trustlayer.cli import build_parser, main
 
 JUPYTER = EXAMPLES / "jupyter"

@@ -14,11 +14,11 @@ from typing import Callable
 import pytest
 from devsets import DEV_TASKS, EXAMPLES, SHARED
 
-from stream.config import WorkerSettings
-from stream.processor import StreamProcessor
-from stream.records import DictStore, Source
-from stream.registry import ModelRegistry
-from stream.replay import read_events, round_robin
+from stream.judging.settings import WorkerSettings
+from stream.judging.processor import StreamProcessor
+from stream.judging.records import DictStore, Source
+from stream.models.registry import ModelRegistry
+from stream.commands.replay import read_events, round_robin
 from trustlayer.judge.matcher import Matcher, judge_run
 from trustlayer.judge.status import Status
 from trustlayer.learn.learner import learn

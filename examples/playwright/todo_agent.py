@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--broken", action="store_true")
     args = parser.parse_args(argv)
     if args.kafka:
-        from stream.runner_sink import KafkaSink  # only when used: the stream extra
+        from stream.kafka.runner_sink import KafkaSink  # only when used: the stream extra
         sink: Sink = KafkaSink(args.kafka, args.topic)
     else:
         sink = TraceDir(args.runs)

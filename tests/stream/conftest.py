@@ -13,10 +13,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:  # the repo's `stream` package, also when not installed
     sys.path.insert(0, str(REPO_ROOT))
 
-from stream.broker import EmbeddedKafka, KafkaLibsMissing  # noqa: E402
-from stream.signing import STATE_ENV  # noqa: E402
+from stream.kafka.broker import EmbeddedKafka, KafkaLibsMissing  # noqa: E402
+from stream.models.signing import STATE_ENV  # noqa: E402
 
-# the model key file the workers, the demo and the tests share (stream.signing), made in a
+# the model key file the workers, the demo and the tests share (stream.models.signing), made in a
 # fresh state directory rather than the user's
 os.environ.setdefault(STATE_ENV, tempfile.mkdtemp(prefix="trustlayer-state-"))
 

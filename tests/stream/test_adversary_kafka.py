@@ -30,8 +30,8 @@ from streamkit import (
     unique,
 )
 
-from stream.attest import KEYS_ENV, Signer
-from stream.replay import inline_screenshot, read_events
+from stream.models.attest import KEYS_ENV, Signer
+from stream.commands.replay import inline_screenshot, read_events
 
 FAILING, PASSING = "jl-save-textfile-test-11", "jl-save-textfile-test-05"
 

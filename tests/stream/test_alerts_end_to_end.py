@@ -17,8 +17,8 @@ from streamkit import (
     unique,
 )
 
-from stream.processes import free_port
-from stream.topics import ensure_topics, topic_names
+from stream.kafka.processes import free_port
+from stream.kafka.topics import ensure_topics, topic_names
 
 
 def wait_for(condition, timeout: float, what: str, *logs: Path) -> None:

@@ -12,11 +12,11 @@ from aiokafka import TopicPartition
 from aiokafka.admin import NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from stream import broker as broker_mod
-from stream import kafka as clients
-from stream.broker import EmbeddedKafka, KafkaLibsMissing
-from stream.probe import broker_ready
-from stream.topics import TopicNames, ensure_topics, ensure_topics_async
+from stream.kafka.clients import broker as broker_mod
+from stream.kafka.clients import clients
+from stream.kafka.broker import EmbeddedKafka, KafkaLibsMissing
+from stream.kafka.probe import broker_ready
+from stream.kafka.topics import TopicNames, ensure_topics, ensure_topics_async
 
 MB = 1024 * 1024
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from stream.checkpoint import Checkpoint
-from stream.registry import ModelRegistry
-from stream.config import WorkerSettings
-from stream.processor import StreamProcessor
-from stream.records import DictStore
+from stream.worker.checkpoint import Checkpoint
+from stream.models.registry import ModelRegistry
+from stream.judging.settings import WorkerSettings
+from stream.judging.processor import StreamProcessor
+from stream.judging.records import DictStore
 from streamkit import as_records, example_events, interleave, model
 
 

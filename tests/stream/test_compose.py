@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stream.broker import KAFKA_VERSION
-from stream.processes import free_port
+from stream.kafka.broker import KAFKA_VERSION
+from stream.kafka.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAFANA = ROOT / "deploy" / "grafana"
@@ -124,8 +124,8 @@ def test_the_worker_signs_models_with_a_key_kept_in_a_volume(compose):
 
 
 def test_worker_metrics_listen_on_loopback_unless_told(monkeypatch):
-    from stream.cli import worker_config
-    from stream.metrics import Metrics
+    from stream.commands.cli import worker_config
+    from stream.judging.metrics import Metrics
     from trustlayer.cli import build_parser
 
     monkeypatch.delenv("TRUSTLAYER_METRICS_ADDR", raising=False)

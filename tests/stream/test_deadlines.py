@@ -8,10 +8,10 @@ from trustlayer.judge.deadlines import DEADLINE_FLOOR, DEADLINE_MIN_OBSERVATIONS
 from trustlayer.judge.matcher import Matcher
 from trustlayer.observe.traces import parse_event
 
-from stream.registry import ModelRegistry
-from stream.config import WorkerSettings
-from stream.processor import StreamProcessor
-from stream.records import DictStore
+from stream.models.registry import ModelRegistry
+from stream.judging.settings import WorkerSettings
+from stream.judging.processor import StreamProcessor
+from stream.judging.records import DictStore
 from streamkit import as_records, batch_verdicts, example_events, finals, model
 
 

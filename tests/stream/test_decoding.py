@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 from brokenimages import heavy_png, truncated_png
 
-from stream.deadletter import Decoded
-from stream.decoding import Decoder, ReadAhead
+from stream.judging.events import Decoded
+from stream.judging.screenshots import Decoder, ReadAhead
 from trustlayer.errors import UnjudgeableEvent
 from trustlayer.observe.images import ImageRef
 from trustlayer.observe.traces import parse_event

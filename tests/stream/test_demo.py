@@ -13,8 +13,8 @@ import pytest
 from rich.console import Console
 from streamkit import EXAMPLES
 
-from stream.demo import next_step
-from stream.screen import Screen, expected_label
+from stream.commands.demo import next_step
+from stream.commands.screen import Screen, expected_label
 
 LONG_REASON = ("'untitled.txt - JupyterLab: Saving completed' never reached after 'Cancel': "
                "the product showed a state never seen in successful runs (Error Permission "

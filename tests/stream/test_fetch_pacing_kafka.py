@@ -1,6 +1,6 @@
 """The worker's fetches on a real broker: gathered at the broker while records flow, sent to
-wait for the first record when the partitions are quiet (stream.kafka.pace_fetches), and
-not held by aiokafka's fetch loop after a fetch that brought nothing (stream.kafka.tune_fetcher)."""
+wait for the first record when the partitions are quiet (stream.kafka.clients.pace_fetches), and
+not held by aiokafka's fetch loop after a fetch that brought nothing (stream.kafka.clients.tune_fetcher)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import statistics
 import time
 import uuid
 
-from stream import kafka as clients
-from stream.topics import ensure_topics_async, topic_names
+from stream.kafka.clients import clients
+from stream.kafka.topics import ensure_topics_async, topic_names
 
 
 def test_a_fetch_after_records_gathers_more_and_one_after_none_waits_for_the_first(kafka):
@@ -53,7 +53,7 @@ def test_a_fetch_after_records_gathers_more_and_one_after_none_waits_for_the_fir
 def test_a_fetch_done_as_the_judge_takes_records_does_not_hold_the_next_one(kafka):
     """aiokafka's fetch loop, woken by records being taken in the loop turn in which a fetch
     ends, finds the fetch done but its node still busy and sends nothing: the next fetch
-    waited for aiokafka's 0.2 s timeout (stream.kafka.WORKER_FETCHER_TIMEOUT). Here every
+    waited for aiokafka's 0.2 s timeout (stream.kafka.clients.WORKER_FETCHER_TIMEOUT). Here every
     empty fetch ends so: records being taken wake the loop just before the fetch is done."""
     names = topic_names(f"stale-{uuid.uuid4().hex[:6]}")
 

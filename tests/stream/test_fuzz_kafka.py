@@ -9,10 +9,10 @@ import json
 import random
 from collections import Counter
 
-from stream import kafka as clients
+from stream.kafka.clients import clients
 from stream.deadletter import REASONS
-from stream.replay import read_events
-from stream.kafka import MAX_MESSAGE_BYTES
+from stream.commands.replay import read_events
+from stream.kafka.clients import MAX_MESSAGE_BYTES
 from hostile import mutate_record
 from streamkit import (TEST, Worker, all_final, batch_verdicts, example_events, produce,
                        renamed, setup, unique)

@@ -21,9 +21,9 @@ from streamkit import (
     unique,
 )
 
-from stream import kafka as clients
-from stream.registry import encode_model
-from stream.signing import model_key, signed_headers
+from stream.kafka.clients import clients
+from stream.models.registry import encode_model
+from stream.models.signing import model_key, signed_headers
 from trustlayer.judge.matcher import judge_run
 from trustlayer.model import Model
 from trustlayer.observe.traces import read_runs

@@ -1,4 +1,4 @@
-"""The judge hands the event loop a turn within :data:`stream.runtime.JUDGE_TURN` seconds
+"""The judge hands the event loop a turn within :data:`stream.worker.runtime.JUDGE_TURN` seconds
 (the consumer's heartbeats and fetches run in that loop): a batch is judged until its turn
 ends, and the records not judged yet wait first in line for the next turn, as do those of a partition
 whose record's screenshot is still decoding."""
@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter
 
-from stream.fetched import FetchedEvents
-from stream.runtime import within_turn
+from stream.worker.fetched import FetchedEvents
+from stream.worker.runtime import within_turn
 
 
 @dataclass

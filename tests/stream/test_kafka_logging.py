@@ -7,7 +7,7 @@ import logging
 
 from aiokafka.errors import GroupAuthorizationFailedError, GroupCoordinatorNotAvailableError
 
-from stream.kafka import retried_errors_as_warnings
+from stream.kafka.clients import retried_errors_as_warnings
 
 
 def test_a_retried_coordinator_lookup_is_a_warning(caplog):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from stream.broker import EmbeddedKafka
+from stream.kafka.broker import EmbeddedKafka
 from streamkit import Worker, all_final, all_seen, await_topic, example_events, publish_events, \
     renamed, setup, unique
 

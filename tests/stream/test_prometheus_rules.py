@@ -12,7 +12,7 @@ import yaml
 from prometheus_client import CollectorRegistry, Counter, start_http_server
 from streamkit import Prometheus
 
-from stream.processes import free_port
+from stream.kafka.processes import free_port
 
 PROM_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 ALERTS = {

@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 from streamkit import TEST, RUNNER_KEYS, attested, drop_state, model, relabel, train_runs
 
-from stream.refine import Refiner, bypassed_milestones, is_success
-from stream.registry import ModelRegistry, decode_model, encode_model, milestone_diff
+from stream.models.refine import Refiner, bypassed_milestones, is_success
+from stream.models.registry import ModelRegistry, decode_model, encode_model, milestone_diff
 from trustlayer.judge.matcher import judge_run
 from trustlayer.observe.traces import read_runs
 

@@ -13,12 +13,12 @@ from streamkit import (
     train_runs,
 )
 
-from stream.config import WorkerSettings
-from stream.processor import StreamProcessor
-from stream.records import DictStore
-from stream.refine import Refiner
-from stream.registry import ModelRegistry
-from stream.replay import inline_screenshot
+from stream.judging.settings import WorkerSettings
+from stream.judging.processor import StreamProcessor
+from stream.judging.records import DictStore
+from stream.models.refine import Refiner
+from stream.models.registry import ModelRegistry
+from stream.commands.replay import inline_screenshot
 
 SID = model().essential[1]
 

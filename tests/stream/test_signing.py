@@ -1,4 +1,4 @@
-"""The model key and signatures (stream.signing), without a broker."""
+"""The model key and signatures (stream.models.signing), without a broker."""
 from __future__ import annotations
 
 import stat
@@ -8,8 +8,8 @@ import pytest
 from streamkit import model
 
 from stream.deadletter import Rejected
-from stream.registry import encode_model
-from stream.signing import (
+from stream.models.registry import encode_model
+from stream.models.signing import (
     HEADER,
     KEY_ENV,
     STATE_ENV,

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from stream.processes import free_port, stop_process
-from stream.supervise import CHILD_ENV, RESTART, supervise
+from stream.kafka.processes import free_port, stop_process
+from stream.worker.supervise import CHILD_ENV, RESTART, supervise
 
 #: a child that asks for a restart twice (as a stalled worker does), then ends for good (2)
 STALLS_TWICE = ("import os, sys; n = int(os.environ['%s']); print('child', n, flush=True); "
@@ -34,7 +34,7 @@ def test_a_child_stopped_alone_is_started_again():
     worker is started again instead of the whole command ending (issue 29)."""
     code = ("import os, signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0));"
             f" print(os.getpid(), os.environ['{CHILD_ENV}'], flush=True); time.sleep(60)")
-    parent = subprocess.Popen([sys.executable, "-c", "import sys; from stream.supervise import "
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; from stream.worker.supervise import "
                                f"supervise; sys.exit(supervise([sys.executable, '-c', {code!r}]))"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -53,7 +53,7 @@ def test_sigterm_reaches_the_child_and_ends_the_supervisor():
     """`trustlayer worker` stopped by SIGTERM (docker stop, the demo): the child gets it."""
     code = ("import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); "
             "print('up', flush=True); time.sleep(60)")
-    parent = subprocess.Popen([sys.executable, "-c", "import sys; from stream.supervise import "
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; from stream.worker.supervise import "
                                f"supervise; sys.exit(supervise([sys.executable, '-c', {code!r}]))"],
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -67,7 +67,7 @@ def test_sigterm_reaches_the_child_and_ends_the_supervisor():
 #: a parent (as the benchmarks are) with a child it stops in a ``finally``
 STOPS_ITS_CHILD = """
 import subprocess, sys, time
-from stream.processes import stop_process, stopped_as_by_ctrl_c
+from stream.kafka.processes import stop_process, stopped_as_by_ctrl_c
 with stopped_as_by_ctrl_c():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:

@@ -37,8 +37,8 @@ from streamkit import (
     unique,
 )
 
-from stream.demo import ready_partitions
-from stream.processes import free_port
+from stream.commands.demo import ready_partitions
+from stream.kafka.processes import free_port
 
 
 def trustlayer(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:

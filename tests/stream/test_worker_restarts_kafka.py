@@ -29,8 +29,8 @@ from streamkit import (
     unique,
 )
 
-from stream import kafka as clients
-from stream.processes import free_port
+from stream.kafka.clients import clients
+from stream.kafka.processes import free_port
 
 
 def judge_first_halves(kafka, worker: Worker, topics, app_id: str, runs: list[list[dict]],

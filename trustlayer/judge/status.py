@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from trustlayer.errors import cut
 
 RUNNING, AT_RISK, PASSED, FAILED = "running", "at_risk", "passed", "failed"
-#: The status of a run the stream finalised without its end event (see stream.silence).
+#: The status of a run the stream finalised without its end event (see stream.judging.silence).
 INCOMPLETE = "incomplete"
 
 #: The fields of a verdict, in the order its JSON lists them (``verdict`` is derived).

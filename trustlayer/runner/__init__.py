@@ -2,7 +2,7 @@
 
 ``with Run(task, sink) as run:`` then ``run.state(...)``, ``run.action(...)``,
 ``run.end(outcome)``; every event is numbered, time-stamped and validated as the judge
-reads it. Sinks: :class:`TraceDir` (files) here, ``stream.runner_sink.KafkaSink`` on the
+reads it. Sinks: :class:`TraceDir` (files) here, ``stream.kafka.runner_sink.KafkaSink`` on the
 stream side. Adapters: :mod:`trustlayer.runner.playwright` (a browser page) and
 :mod:`trustlayer.runner.worktree` (a coding agent's working tree). See docs/runner.md.
 """

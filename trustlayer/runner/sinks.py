@@ -1,7 +1,7 @@
 """Where a runner's events go. A sink is anything with ``write(event)`` and ``close()``
 (either may be a coroutine function, for :class:`~trustlayer.runner.run.AsyncRun`); this
 module holds the one of the core, a trace directory in the file format. The Kafka sink
-lives on the stream side (``stream.runner_sink``), as the core never imports Kafka."""
+lives on the stream side (``stream.kafka.runner_sink``), as the core never imports Kafka."""
 from __future__ import annotations
 
 import base64

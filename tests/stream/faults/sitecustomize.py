@@ -7,8 +7,8 @@ import os
 
 marker = os.environ.get("TRUSTLAYER_TEST_FAULT")
 if marker:
-    import stream.runtime
-    import stream.training
+    import stream.worker.runtime
+    import stream.worker.training
 
     def failing_once(work, applies):
         async def wrapped(self, arg):
@@ -19,8 +19,8 @@ if marker:
         return wrapped
 
     if os.environ.get("TRUSTLAYER_TEST_FAULT_IN") == "refine":
-        stream.training.TrainingRuns.refine = failing_once(stream.training.TrainingRuns.refine,
+        stream.worker.training.TrainingRuns.refine = failing_once(stream.worker.training.TrainingRuns.refine,
                                                            lambda message: True)
     else:
-        stream.runtime.Outlets.send = failing_once(stream.runtime.Outlets.send,
+        stream.worker.runtime.Outlets.send = failing_once(stream.worker.runtime.Outlets.send,
                                                    lambda out: bool(out.verdicts))

@@ -1,0 +1,2 @@
+"""The streaming ``trustlayer`` commands: worker, replay, verdicts, models, demo and
+export-verdicts."""

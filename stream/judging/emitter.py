@@ -1,0 +1,144 @@
+"""What a worker sends about a run: a verdict each time its status (or finality) changes,
+a failure when its stream failed it (events missing, run too long), the finished run for
+refinement, and dead letters for records it could not use."""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Callable
+
+from trustlayer.judge.faults import STREAM_FAULT
+from trustlayer.judge.matcher import Matcher
+from trustlayer.judge.status import FAILED, INCOMPLETE, Status
+
+from stream.judging.settings import WorkerSettings
+from stream.deadletter import dead_letter
+from stream.judging.metrics import Metrics
+from stream.judging.records import Output, RunRecord, Source
+from stream.models.refine import is_success
+from stream.judging.runbook import RunBook
+
+log = logging.getLogger(__name__)
+
+#: Characters of a verdict's reason and of each warning at most (a reason may quote what a
+#: run showed, and a hostile run can show megabytes; the verdicts topic takes 1 MB records).
+REASON_MAX = 2000
+
+
+class Emitter:
+    """Verdicts, failures, finished runs and dead letters into an :class:`Output`.
+
+    A verdict caused by a record (`trigger`: its offset) is kept in the run's ``sent`` list
+    (the last :attr:`SENT_KEPT`) so that the record, coming again after a restart, sends it
+    again; one made by the timer (no trigger) waits in the run's ``outbox`` until confirmed.
+    """
+
+    SENT_KEPT = 16
+
+    def __init__(self, runs: RunBook, settings: WorkerSettings, metrics: Metrics,
+                 clock: Callable[[], float]):
+        self.runs, self.settings, self.metrics, self.clock = runs, settings, metrics, clock
+
+    def emit(self, rec: RunRecord, status: Status, out: Output, trigger: int | None,
+             verdict_ts: float | None, pub: float | None) -> None:
+        """Send the run's verdict if its status or finality changed."""
+        key = [status.status, status.final]
+        if key == rec.last_key:
+            return
+        rec.last_key = key
+        # the verdict as published: every field, texts cut, and the triggering event's ts
+        record = {**status.to_json(text_max=REASON_MAX), "verdict_ts": verdict_ts}
+        if trigger is None:
+            rec.outbox.append(record)
+        else:
+            rec.sent = (rec.sent + [{"trigger": trigger, "record": record}])[-self.SENT_KEPT:]
+        self.runs.dirty.add(rec.run_id)
+        out.verdicts.append((rec.run_id, record))
+        if pub is not None:
+            self.metrics.latency.labels(rec.task).observe(max(0.0, self.clock() - pub))
+        if status.final and not rec.final:
+            rec.final = True
+            rec.closed_at = pub if pub is not None else self.clock()
+            self.metrics.final(status)
+
+    def events_missing(self, rec: RunRecord, out: Output, trigger: int | None,
+                       verdict_ts: float, pub: float | None, why: str) -> None:
+        """Fail the run: an event it needs never came."""
+        if any(h["event"].get("kind") == "end" for h in rec.held.values()):
+            rec.ended = True  # its end came early: nothing more will come
+        rec.held = {}
+        self.give_up(rec, out, trigger, verdict_ts, pub, f"events missing: {why}")
+
+    def give_up(self, rec: RunRecord, out: Output, trigger: int | None, verdict_ts: float,
+                pub: float | None, reason: str) -> None:
+        """Fail the run for `reason`, a fault of its stream rather than of what it showed
+        (cause ``stream_fault``; it is not learned from). A final verdict stays as it is."""
+        rec.complete, rec.offsets = False, []
+        if rec.final:
+            if rec.ended:
+                self.finish(rec, out, pub)
+            return
+        matcher = self.runs.matcher(rec)
+        if matcher.status is None:
+            model = matcher.model
+            matcher.status = Status(rec.run_id, rec.task, model_version=model.version,
+                                    missing=[model.name(s) for s in model.essential
+                                             if s not in model.soft])
+        status = matcher.status
+        status.status, status.cause, status.final = FAILED, STREAM_FAULT, True
+        status.reason = reason
+        status.detected_at_seq = rec.next_seq - 1 if rec.next_seq else None
+        # its status is all a failed run needs: the history may be what made it too long
+        # (one event at the topic's limit left a record over the changelog's)
+        kept = Matcher(matcher.model, matcher.llm)
+        kept.status, kept.start_ts = status, matcher.start_ts
+        self.runs.matchers[rec.run_id] = kept
+        self.emit(rec, status, out, trigger, verdict_ts, pub)
+        if rec.ended:
+            self.finish(rec, out, pub)
+
+    def incomplete(self, rec: RunRecord, out: Output, verdict_ts: float, silent: float) -> None:
+        """Finalise a run whose end never came, as ``incomplete``: its last status and
+        reason stay in the reason (it is not learned from, whatever comes later)."""
+        status = self.runs.matcher(rec).status
+        if status is None or rec.final:
+            return
+        rec.complete, rec.offsets = False, []
+        last = status.status + (f": {status.reason}" if status.reason else "")
+        status.reason = (f"no end event for {silent:.0f} s after seq {rec.next_seq - 1} "
+                         f"(last status {last})")
+        status.status, status.final = INCOMPLETE, True
+        self.emit(rec, status, out, None, verdict_ts, None)
+
+    def finish(self, rec: RunRecord, out: Output, pub: float | None) -> None:
+        """The run's end event was fed (its verdict is final): hand a success a known runner
+        attested to refinement, keep only what late duplicates need."""
+        matcher = self.runs.matchers.pop(rec.run_id, None)
+        verdict = matcher.status.verdict if matcher and matcher.status else None
+        if self.settings.refine and rec.complete and is_success(
+                rec.outcome, verdict, self.settings.refine_on_verdict, rec.runner):
+            out.finished.append((rec.task, {"run_id": rec.run_id, "task": rec.task,
+                                            "partition": rec.partition,
+                                            "offsets": list(rec.offsets),
+                                            "outcome": rec.outcome, "verdict": verdict,
+                                            "runner": rec.runner,
+                                            "model_version": rec.version}))
+        rec.snapshot, rec.offsets = None, []
+        rec.closed_at = pub if pub is not None else rec.closed_at
+        self.runs.dirty.add(rec.run_id)
+
+    def after_end(self, rec: RunRecord, out: Output, topic: str) -> None:
+        """Events held for a run that has ended go to the DLQ (``after_end``)."""
+        for seq, held in sorted(rec.held.items(), key=lambda item: int(item[0])):
+            source = Source(rec.partition, held["offset"], held["pub"], topic)
+            self.dead(out, rec.run_id.encode(), json.dumps(held["event"]).encode(), source,
+                      "after_end", f"{topic}[{rec.partition}]@{held['offset']}: run "
+                      f"{rec.run_id!r} ended before seq {seq} (its verdict is final)")
+        rec.held = {}
+
+    def dead(self, out: Output, key: bytes | None, value: bytes | None, source: Source,
+             reason: str, error: str) -> None:
+        """A dead letter for a record, counted by reason."""
+        self.metrics.dlq.labels(reason).inc()
+        out.dlq.append((key, dead_letter(key, value, source, reason, error)))
+        log.info("DLQ %s: %s", reason, error[:500])

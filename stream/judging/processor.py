@@ -1,0 +1,309 @@
+"""What the streaming worker does with each event, without Kafka: importable and testable.
+
+:class:`StreamProcessor` takes the records of ``trustlayer.events`` one at a time (value,
+key, and where it came from: partition, offset, publish time) and keeps one
+:class:`RunRecord` per run in a key-value store (the Faust table in :mod:`stream.worker.app`, a
+dict in tests; the cache over it: :mod:`stream.judging.runbook`). For each run it
+
+- feeds the core's incremental :class:`~trustlayer.judge.matcher.Matcher` in ``seq`` order, on the
+  model version the run started with;
+- ignores a ``(run_id, seq)`` seen before with the same content; one with other content
+  goes to the dead letters and fails the run with cause ``stream_fault``
+  (:meth:`StreamProcessor._repeated`), as does an event the judge cannot use
+  (:mod:`trustlayer.judge.faults`); holds events that come early until the gap
+  fills (at most ``reorder_window`` events / ``max_held_bytes``, and ``reorder_timeout``
+  seconds; then the run fails with the reason "events missing");
+- emits a verdict only when the run's status (or finality) changes (:mod:`stream.judging.emitter`);
+- sends bad records to the dead-letter list with a reason (:mod:`stream.deadletter`) and
+  goes on; so do events of a run after its end (``after_end``): a final verdict is never
+  changed or re-opened;
+- leaves silent runs to its timer (:mod:`stream.judging.silence`: deadlines, reorder timeouts).
+
+Crash safety (at-least-once). The app acknowledges a source record (so that Faust may
+commit its offset) only after the runs it changed were written by :meth:`flush` and the
+verdicts it caused were delivered (:class:`stream.worker.checkpoint.Checkpoint`); a run is written
+once per checkpoint however many of its events came. After a crash the records since the
+last commit come again: a record whose offset the stored run already includes sends again,
+unchanged, the verdicts it caused that were not known delivered when the run was written; one
+the store does not include is processed again and gives the same verdicts (``verdict_ts`` is
+the triggering event's ``ts``, not a clock). Verdicts made by the timer (deadlines) are kept
+in the run's outbox in the store before they are sent, and sent again after a restart until
+confirmed.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter as Tally
+from typing import Callable, Iterable
+
+from trustlayer.errors import TraceError
+from trustlayer.judge.faults import feed_checked
+from trustlayer.observe.traces import Event, parse_event
+
+from stream.models.attest import CHAIN_START, attested_by, canonical, chain_link
+from stream.judging.settings import WorkerSettings
+from stream.deadletter import Rejected, dlq_reason
+from stream.judging.events import Decoded, decode_event
+from stream.judging.emitter import Emitter
+from stream.judging.metrics import Metrics
+from stream.judging.records import Output, RunRecord, Source, Store, event_digest
+from stream.models.registry import ModelRegistry
+from stream.judging.runbook import RunBook
+from stream.judging.shadow import ShadowTrials
+from stream.judging.silence import Silence
+
+log = logging.getLogger(__name__)
+
+
+class StreamProcessor:
+    """Runs' state and verdicts from a stream of event records (see the module doc).
+
+    Parameters
+    ----------
+    registry : the models (a run uses the newest version of its task when it starts).
+    store : where run records are kept (see :class:`Store`); written by :meth:`flush`.
+    settings : :class:`~stream.judging.settings.WorkerSettings`.
+    metrics : :class:`Metrics` (a private registry if None).
+    clock : wall time in seconds (``time.time``); used for latencies and the timer.
+
+    The app calls :meth:`process_batch`, :meth:`tick` (:meth:`Silence.tick`), and the
+    run book's :meth:`flush`, :meth:`delivered`, :meth:`revoke`, :meth:`assign` through it.
+    """
+
+    def __init__(self, registry: ModelRegistry, store: Store, settings: WorkerSettings | None = None,
+                 metrics: Metrics | None = None, clock: Callable[[], float] = time.time):
+        self.registry, self.store = registry, store
+        self.settings = settings or WorkerSettings()
+        self.metrics = metrics or Metrics()
+        self.runs = RunBook(registry, store, self.metrics)
+        self.emitter = Emitter(self.runs, self.settings, self.metrics, clock)
+        self.silence = Silence(self.runs, self.emitter, self.settings, clock)
+        self.shadow = ShadowTrials(registry, self.metrics, self.settings.shadow_runs)
+        self._fed: Tally = Tally()  # events fed by task and kind, for the metrics
+        registry.listeners.append(self.metrics.model_known)
+        for task in registry.tasks():
+            self.metrics.model_known(registry.latest(task))
+
+    @property
+    def cache(self) -> dict[str, RunRecord]:
+        """The runs held in memory, by run id."""
+        return self.runs.cache
+
+    @property
+    def active(self) -> set[int] | None:
+        """The partitions assigned (None before the first assignment)."""
+        return self.runs.active
+
+    def process_batch(self, records: Iterable[tuple[bytes | None, bytes | None, Source]]) -> Output:
+        """Process ``(key, value, source)`` records in order (the runs they change are
+        written to the store by :meth:`flush`) and count them in the metrics."""
+        out = Output()
+        for key, value, source in records:
+            self.process(key, value, source, out)
+        self.count()
+        return out
+
+    def count(self) -> None:
+        """Count the events processed since the last call in the metrics."""
+        for (task, kind), count in self._fed.items():
+            self.metrics.events.labels(task, kind).inc(count)
+        self._fed.clear()
+
+    def read(self, key: bytes | None, value: bytes | None, source: Source) -> Decoded | None:
+        """The record's event, read and checked (screenshots too, from their headers) but
+        not judged, for :meth:`process`; None for a record it refuses (it says why)."""
+        try:
+            return decode_event(key, value, _where(source), self.registry,
+                                self.settings.images_dir)
+        except Rejected:
+            return None
+
+    def process(self, key: bytes | None, value: bytes | None, source: Source,
+                out: Output | None = None, decoded: Decoded | None = None) -> Output:
+        """Process one record (not yet written to the store: see :meth:`flush`), `decoded`
+        by :meth:`read` if given. A record the worker fails on goes to the DLQ as
+        ``internal_error`` (logged with its traceback): one record never stops the others."""
+        out = out if out is not None else Output()
+        where = _where(source)
+        try:
+            self._process(key, value, source, where, out, decoded)
+        except Rejected as exc:
+            self.emitter.dead(out, key, value, source, exc.reason, exc.message)
+        except Exception as exc:  # noqa: BLE001 - a bug must not stop the other runs
+            log.exception("%s: failed on the record", where)
+            self.emitter.dead(out, key, value, source, "internal_error",
+                              f"{where}: the worker failed on the record ({type(exc).__name__}: "
+                              f"{exc})")
+        return out
+
+    def tick(self, wall: float | None = None,
+             caught_up: Callable[[int], bool] = lambda partition: True,
+             fetched: Callable[[int], bool] = lambda partition: True) -> Output:
+        """The timer: see :meth:`stream.judging.silence.Silence.tick`."""
+        return self.silence.tick(wall, caught_up, fetched)
+
+    def confirm(self, run_id: str, records: Iterable[dict]) -> None:
+        """The timer's verdicts for `run_id` were delivered: clear them from its outbox."""
+        self.silence.confirm(run_id, records)
+
+    def flush(self, run_ids: Iterable[str] | None = None) -> None:
+        """Write the changed runs to the store: see :meth:`stream.judging.runbook.RunBook.flush`."""
+        self.runs.flush(run_ids)
+
+    def delivered(self, verdicts: Iterable[tuple[str, dict]]) -> None:
+        """These verdicts reached the broker: their runs need not send them again when
+        their records come again after a restart (see :meth:`process`)."""
+        self.runs.delivered(verdicts)
+
+    def revoke(self) -> None:
+        """Partitions were taken away: see :meth:`stream.judging.runbook.RunBook.revoke`."""
+        self.runs.revoke()
+
+    def assign(self, partitions: Iterable[int], stored: Iterable[tuple[str, bytes]]) -> Output:
+        """The table was recovered for `partitions`: load their runs from `stored` (key,
+        value) pairs and return the outboxes still to send."""
+        self.silence.reachable_since.clear()
+        return self.runs.assign(partitions, stored)
+
+    def open_runs(self) -> Tally:
+        """Runs without a final verdict, by task."""
+        return self.runs.open_runs()
+
+    # -- one record -----------------------------------------------------------------------------
+    def _process(self, key: bytes | None, value: bytes | None, source: Source, where: str,
+                 out: Output, decoded: Decoded | None) -> None:
+        decoded = decoded or decode_event(key, value, where, self.registry,
+                                          self.settings.images_dir)
+        event, model = decoded.event, decoded.model
+        rec = self.runs.record(event.run_id)
+        if rec is None:
+            if model is None:
+                raise Rejected("no_model", f"{where}: no model for task {event.task!r}")
+            rec = RunRecord(event.run_id, event.task, model.version, source.partition)
+            self.runs.cache[rec.run_id] = rec
+            self.shadow.start(rec)
+        seen = event.seq < rec.next_seq or str(event.seq) in rec.held
+        if seen and source.partition == rec.partition and source.offset <= rec.last_offset:
+            # processed before a restart: send again, unchanged, what it caused then (an
+            # event below the offsets processed but never processed itself was skipped by
+            # the consumer, a rebalance, and read again after a seek back: judged below)
+            out.verdicts += [(rec.run_id, item["record"]) for item in rec.sent
+                             if item["trigger"] == source.offset]
+            return
+        if event.task != rec.task:
+            raise Rejected("wrong_task", f"{where}: task {event.task!r} differs from the run's "
+                           f"task {rec.task!r}")
+        if seen:
+            self._repeated(rec, decoded.obj, event, source, where, out)
+            return
+        if rec.ended:
+            raise Rejected("after_end", f"{where}: run {rec.run_id!r} ended before seq "
+                           f"{event.seq} (its verdict is final)")
+        rec.last_offset = max(rec.last_offset, source.offset)
+        self.runs.dirty.add(rec.run_id)
+        if event.seq > rec.next_seq:
+            self._hold(rec, decoded.obj, len(value or b""), event, source, out)
+            return
+        self._feed(rec, event, source.offset, source.timestamp, out, trigger=source.offset)
+        while not rec.ended and str(rec.next_seq) in rec.held:
+            held = rec.held.pop(str(rec.next_seq))
+            try:
+                early = parse_event(held["event"], source=where, base_dir=self.settings.images_dir,
+                                    settings=self.runs.model(rec).settings)
+            except TraceError as exc:  # e.g. a referenced screenshot deleted meanwhile
+                self.emitter.dead(out, None, json.dumps(held["event"]).encode(), source,
+                                  dlq_reason(exc.message), str(exc))
+                self.emitter.events_missing(rec, out, source.offset, event.ts, source.timestamp,
+                                            f"seq {rec.next_seq} could not be read again")
+                break
+            self._feed(rec, early, held["offset"], held["pub"], out, trigger=source.offset)
+        if rec.ended:
+            self.emitter.after_end(rec, out, source.topic)
+
+    def _repeated(self, rec: RunRecord, obj: dict, event: Event, source: Source, where: str,
+                  out: Output) -> None:
+        """A ``(run_id, seq)`` seen before: ignored when it repeats the event (at-least-once
+        delivery), else a dead letter, and the run's verdict, if not final yet, fails with
+        cause ``stream_fault``: which of the two contents happened is unknown."""
+        held = rec.held.get(str(event.seq))
+        known = event_digest(canonical(held["event"])) if held else \
+            rec.digests[event.seq] if event.seq < len(rec.digests) else None
+        if known is None or known == event_digest(canonical(obj)):
+            return
+        rec.last_offset = max(rec.last_offset, source.offset)
+        self.runs.dirty.add(rec.run_id)
+        reused = event.seq == 0
+        what = (f"a second run under the used run_id {rec.run_id!r}" if reused else
+                f"seq {event.seq} of run {rec.run_id!r} repeated with other content")
+        self.emitter.dead(out, rec.run_id.encode(), json.dumps(obj).encode(), source,
+                          "run_id_reused" if reused else "conflicting_duplicate",
+                          f"{where}: {what}" + (" (the run's verdict was final already)"
+                                                 if rec.final else ""))
+        self.emitter.give_up(rec, out, source.offset, event.ts, source.timestamp,
+                             f"the stream is unreliable: {what} ({where})")
+
+    def _hold(self, rec: RunRecord, obj: dict, size: int, event: Event, source: Source,
+              out: Output) -> None:
+        rec.held[str(event.seq)] = {"offset": source.offset, "pub": source.timestamp,
+                                    "size": size, "event": obj}
+        held_bytes = sum(h["size"] for h in rec.held.values())
+        if len(rec.held) > self.settings.reorder_window or held_bytes > self.settings.max_held_bytes:
+            self.emitter.events_missing(rec, out, source.offset, event.ts, source.timestamp,
+                                        f"seq {rec.next_seq} did not come before {len(rec.held)} "
+                                        f"later events ({held_bytes} bytes)")
+
+    def _feed(self, rec: RunRecord, event: Event, offset: int, pub: float, out: Output,
+              trigger: int) -> None:
+        rec.next_seq = event.seq + 1
+        body = canonical(event.raw)
+        rec.digests.append(event_digest(body))
+        chain = rec.chain or CHAIN_START
+        if event.kind == "end":
+            rec.runner = attested_by(event.raw, chain, self.settings.runner_keys)
+        else:
+            rec.chain = chain_link(chain, body)
+        if rec.complete:
+            rec.offsets.append(offset)
+        rec.last_ts, rec.last_pub = event.ts, pub
+        if event.kind == "end":
+            rec.ended, rec.outcome = True, event.outcome
+        self._fed[rec.task, event.kind] += 1
+        limit = self.settings
+        if event.seq >= limit.max_run_events and not rec.final:
+            self.emitter.give_up(rec, out, trigger, event.ts, pub, f"run too long: more than "
+                                 f"{limit.max_run_events} events (max_run_events)")
+            return
+        matcher = self.runs.matcher(rec)
+        unknown = matcher.status.unknown_states if matcher.status else 0
+        kept = len(matcher.history)
+        status, fault = feed_checked(matcher, event)
+        if fault is not None:
+            rec.complete, rec.offsets = False, []
+            source = Source(rec.partition, offset, pub)
+            self.emitter.dead(out, rec.run_id.encode(), None, source, fault.kind,
+                              f"{source.topic}[{rec.partition}]@{offset}: run {rec.run_id!r}: "
+                              f"{fault.reason}")
+        # each new row counted as the JSON object the limit was set for
+        rec.history_bytes += sum(len(json.dumps(entry._asdict()))
+                                 for entry in matcher.history[kept:])
+        if status.unknown_states > unknown:
+            self.metrics.unknown.labels(rec.task).inc(status.unknown_states - unknown)
+        if rec.history_bytes > limit.max_history_bytes and not status.final:
+            self.emitter.give_up(rec, out, trigger, event.ts, pub, f"run too long: its history "
+                                 f"passed {limit.max_history_bytes} bytes at seq {event.seq} "
+                                 f"(max_history_bytes)")
+            return
+        self.emitter.emit(rec, status, out, trigger, event.ts, pub)
+        self.shadow.feed(rec, event)
+        if rec.ended:
+            decided = self.shadow.ended(rec, status)
+            if decided is not None:
+                out.models.append(decided)
+            self.emitter.finish(rec, out, pub)
+
+
+def _where(source: Source) -> str:
+    """The record named in messages: topic, partition and offset."""
+    return f"{source.topic}[{source.partition}]@{source.offset}"

@@ -1,0 +1,100 @@
+"""What the worker keeps and sends: where a record came from, what processing a batch
+produced, one run's record in the table (JSON) and the store it lives in."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
+from typing import Protocol
+
+
+@dataclass
+class Source:
+    """Where a record came from: its partition, offset and publish time (seconds)."""
+
+    partition: int
+    offset: int
+    timestamp: float
+    topic: str = "trustlayer.events"
+
+
+@dataclass
+class Output:
+    """What processing produced, for the app to send."""
+
+    verdicts: list[tuple[str, dict]] = field(default_factory=list)
+    dlq: list[tuple[bytes | None, dict]] = field(default_factory=list)
+    finished: list[tuple[str, dict]] = field(default_factory=list)
+    models: list = field(default_factory=list)  # versions to publish (stream.judging.shadow)
+
+
+@dataclass
+class RunRecord:
+    """One run's state in the table (JSON). ``held`` maps seq -> held event; ``digests``
+    holds the :func:`event_digest` of each event fed, by seq (kept after the run ended:
+    a late repeat is compared with it); ``chain`` the chain of the events fed
+    (:func:`stream.models.attest.chain_link`) and ``runner`` who attested its end, if anyone."""
+
+    run_id: str
+    task: str
+    version: int
+    partition: int
+    next_seq: int = 0
+    last_offset: int = -1
+    last_ts: float | None = None
+    last_pub: float | None = None
+    held: dict[str, dict] = field(default_factory=dict)
+    snapshot: dict | None = None
+    last_key: list | None = None
+    sent: list[dict] = field(default_factory=list)
+    outbox: list[dict] = field(default_factory=list)
+    final: bool = False
+    ended: bool = False
+    outcome: str | None = None
+    complete: bool = True
+    offsets: list[int] = field(default_factory=list)
+    closed_at: float | None = None
+    history_bytes: int = 0
+    digests: list[str] = field(default_factory=list)
+    chain: str | None = None
+    runner: str | None = None
+    shadow_version: int | None = None
+
+    def encode(self) -> bytes:
+        # vars(), not dataclasses.asdict(): no deep copy of the snapshot and held events
+        return json.dumps(vars(self), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    @classmethod
+    def decode(cls, value: bytes | str | dict) -> "RunRecord":
+        data = value if isinstance(value, dict) else json.loads(value)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @property
+    def held_since(self) -> float | None:
+        return min((h["pub"] for h in self.held.values()), default=None)
+
+
+
+def event_digest(body: bytes) -> str:
+    """A short digest of an event's canonical JSON (:func:`stream.models.attest.canonical`): a
+    repeat of a ``(run_id, seq)`` with another digest is not the same event."""
+    return hashlib.blake2b(body, digest_size=8).hexdigest()
+
+
+class Store(Protocol):
+    """Where run records live: ``get(run_id)`` and ``put(run_id, partition, value|None)``."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def put(self, key: str, partition: int, value: bytes | None) -> None: ...
+
+
+class DictStore(dict):
+    """A :class:`Store` in memory (tests, benchmarks)."""
+
+    def put(self, key: str, partition: int, value: bytes | None) -> None:
+        if value is None:
+            self.pop(key, None)
+        else:
+            self[key] = value

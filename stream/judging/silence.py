@@ -1,0 +1,116 @@
+"""The processor's timer: runs that went silent fail on their learned deadline, runs whose
+missing event never came fail after ``reorder_timeout``, runs whose end never came are
+finalised as ``incomplete`` after ``end_silence`` (default: :func:`learned_silence`);
+finished runs leave after ``retention``.
+
+Silence is counted only where it means something: from the later of a run's last event
+(its publish time) and the moment the partition's fetches last resumed (this worker's first
+tick with it, or the broker's return after an outage), and only on a partition whose every
+published record has been processed. Runs quiet while the broker was away or no worker had
+them get their whole deadline again, rather than failing all at once.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from trustlayer.judge.deadlines import DEADLINE_FLOOR
+from trustlayer.model import Model
+
+from stream.judging.settings import WorkerSettings
+from stream.judging.emitter import Emitter
+from stream.judging.records import Output, RunRecord
+from stream.judging.runbook import RunBook
+
+
+class Silence:
+    """Deadlines and reorder timeouts of the runs in a :class:`~stream.judging.runbook.RunBook`."""
+
+    def __init__(self, runs: RunBook, emitter: Emitter, settings: WorkerSettings,
+                 clock: Callable[[], float]):
+        self.runs, self.emitter, self.settings, self.clock = runs, emitter, settings, clock
+        #: partition -> since when its fetches have succeeded without a break
+        self.reachable_since: dict[int, float] = {}
+
+    def tick(self, wall: float | None = None,
+             caught_up: Callable[[int], bool] = lambda partition: True,
+             fetched: Callable[[int], bool] = lambda partition: True) -> Output:
+        """Fail silent runs whose deadline passed or whose missing event never came.
+
+        `caught_up(partition)`: every record published to the partition so far has been
+        processed (a worker behind its backlog must not call runs silent); `fetched(
+        partition)`: the consumer fetched from it lately (the broker answers). A run's clock
+        is its last event's ``ts`` plus its silence (see the module doc). Verdicts made here
+        go to the run's outbox: flush the runs, wait for the store, send them, then
+        :meth:`confirm` them. Also drops finished runs older than ``retention``.
+        """
+        wall = self.clock() if wall is None else wall
+        out = Output()
+        runs = self.runs
+        for partition in {rec.partition for rec in runs.cache.values()}:
+            if fetched(partition):
+                self.reachable_since.setdefault(partition, wall)
+            else:
+                self.reachable_since.pop(partition, None)
+        for rec in list(runs.cache.values()):
+            if runs.active is not None and rec.partition not in runs.active:
+                continue
+            if rec.final:
+                if rec.closed_at is not None and wall - rec.closed_at > self.settings.retention \
+                        and not rec.outbox:
+                    runs.forget(rec)
+                continue
+            since = self.reachable_since.get(rec.partition)
+            if since is None or not caught_up(rec.partition):
+                continue
+            held_since = rec.held_since
+            if held_since is not None and \
+                    wall - max(held_since, since) > self.settings.reorder_timeout:
+                self.emitter.events_missing(rec, out, None, run_clock(rec, wall, since), None,
+                                            f"seq {rec.next_seq} did not come within "
+                                            f"{self.settings.reorder_timeout:.0f} s")
+            elif rec.last_pub is not None:
+                now = run_clock(rec, wall, since)
+                status = runs.matcher(rec).tick(now) if self.settings.deadlines else None
+                if status is not None:
+                    self.emitter.emit(rec, status, out, None, now, None)
+                silent = wall - max(rec.last_pub, since)
+                if not rec.final and silent > self.end_silence(rec):
+                    self.emitter.incomplete(rec, out, now, silent)
+        runs.export_open_runs()
+        return out
+
+    def end_silence(self, rec: RunRecord) -> float:
+        """Seconds without events after which a run without its end is finalised as
+        ``incomplete``: ``settings.end_silence``, else :func:`learned_silence` of its model."""
+        if self.settings.end_silence is not None:
+            return self.settings.end_silence
+        return learned_silence(self.runs.model(rec))
+
+    def confirm(self, run_id: str, records: Iterable[dict]) -> None:
+        """The timer's verdicts for `run_id` were delivered: clear them from its outbox."""
+        rec = self.runs.cache.get(run_id)
+        if rec is None:
+            return
+        done = list(records)
+        rec.outbox = [r for r in rec.outbox if r not in done]
+        self.runs.dirty.add(run_id)
+
+
+def run_clock(rec: RunRecord, wall: float, since: float) -> float:
+    """Now in the run's own time: its last event's ts (or its earliest held event's) plus
+    the wall time since that event was published or since `since`, whichever is later (no
+    clock shared with runners)."""
+    if rec.last_pub is not None:
+        return rec.last_ts + (wall - max(rec.last_pub, since))
+    first = min(rec.held.values(), key=lambda h: h["pub"])
+    return first["event"]["ts"] + (wall - max(first["pub"], since))
+
+
+def learned_silence(model: Model) -> float:
+    """How long a run of `model` may go without events before it counts as abandoned: the
+    model's ``deadline_factor`` times the longest any successful run took to reach a
+    milestone or stayed in a state (a gap between two events is shorter than either), at
+    least :data:`~trustlayer.judge.matcher.DEADLINE_FLOOR` seconds."""
+    longest = max((stats["max"] for durations in model.timing.values()
+                   for stats in durations.values()), default=0.0)
+    return max(DEADLINE_FLOOR, model.settings.deadline_factor * longest)

@@ -1,0 +1,119 @@
+"""Signed outcomes: which runner vouches that a run ended as it says.
+
+A runner signs its run's ``end`` event: ``meta.attestation`` holds the runner's id, the
+SHA-256 chain of every event before the end (:func:`chain_link`: each link hashes the
+previous link and the event's JSON, keys sorted) and an HMAC-SHA256, under the runner's
+key, of the end event with that attestation minus the signature. The signature thus binds
+the outcome to this run id and to the exact content of every earlier event: a forged
+``end``, an outcome copied onto another run, or a run whose events were changed on the way
+carries no valid attestation. Only an attested success is learned from
+(:mod:`stream.models.refine`).
+
+Keys (:func:`runner_keys`): ``$TRUSTLAYER_RUNNER_KEYS``, a JSON file ``{runner id: key}``,
+else the machine's own runner ``local`` with the key file ``runner.key`` in the state
+directory (made once, like the model key), which ``trustlayer replay`` signs with.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from stream.models.signing import key_file, state_dir
+
+ATTESTATION = "attestation"
+KEYS_ENV = "TRUSTLAYER_RUNNER_KEYS"
+LOCAL_RUNNER = "local"
+KEY_FILE = "runner.key"
+#: The chain of a run before its first event.
+CHAIN_START = hashlib.sha256(b"trustlayer run").hexdigest()
+
+
+def canonical(obj: Any) -> bytes:
+    """`obj` as the bytes every signer and verifier hashes: JSON, keys sorted, compact."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+def chain_link(previous: str, body: bytes) -> str:
+    """The next link of a run's chain after an event whose :func:`canonical` JSON is
+    `body` (see the module doc)."""
+    return hashlib.sha256(previous.encode("ascii") + body).hexdigest()
+
+
+def _signature(end: dict, key: bytes) -> str:
+    meta = dict(end.get("meta") or {})
+    meta[ATTESTATION] = {k: v for k, v in meta[ATTESTATION].items() if k != "signature"}
+    return hmac.new(key, canonical({**end, "meta": meta}), hashlib.sha256).hexdigest()
+
+
+class Signer:
+    """A runner's side: :meth:`sign` each event of its runs, in ``seq`` order per run; the
+    ``end`` events come back attested."""
+
+    def __init__(self, runner: str, key: bytes):
+        self.runner, self.key = runner, key
+        self._chains: dict[str, str] = {}
+
+    def sign(self, event: dict) -> dict:
+        run_id = event["run_id"]
+        chain = self._chains.get(run_id, CHAIN_START)
+        if event.get("kind") != "end":
+            self._chains[run_id] = chain_link(chain, canonical(event))
+            return event
+        self._chains.pop(run_id, None)
+        meta = {**(event.get("meta") or {}), ATTESTATION: {"runner": self.runner,
+                                                            "chain": chain}}
+        signed = {**event, "meta": meta}
+        meta[ATTESTATION]["signature"] = _signature(signed, self.key)
+        return signed
+
+
+def attested_by(end: dict, chain: str, keys: dict[str, bytes]) -> str | None:
+    """The runner whose valid attestation `end` carries, given the `chain` of the events
+    fed before it; None when there is none, the runner is unknown, or anything differs."""
+    attestation = (end.get("meta") or {}).get(ATTESTATION) if isinstance(end, dict) else None
+    if not isinstance(attestation, dict):
+        return None
+    runner, signature = attestation.get("runner"), attestation.get("signature")
+    if not isinstance(runner, str) or runner not in keys or not isinstance(signature, str) \
+            or attestation.get("chain") != chain:
+        return None
+    return runner if hmac.compare_digest(signature, _signature(end, keys[runner])) else None
+
+
+def run_attested_by(raw_events: Iterable[dict], keys: dict[str, bytes]) -> str | None:
+    """The runner that attests a whole run (its events' JSON in ``seq`` order, the last
+    its ``end``), or None."""
+    chain, events = CHAIN_START, list(raw_events)
+    if not events or events[-1].get("kind") != "end":
+        return None
+    for event in events[:-1]:
+        chain = chain_link(chain, canonical(event))
+    return attested_by(events[-1], chain, keys)
+
+
+def local_signer() -> Signer:
+    """The signer of this machine's runner, ``local`` (``trustlayer replay``, the demo)."""
+    return Signer(LOCAL_RUNNER, key_file(state_dir() / KEY_FILE, KEYS_ENV))
+
+
+def runner_keys() -> dict[str, bytes]:
+    """The runners whose outcomes are trusted, and their keys (see the module doc)."""
+    given = os.environ.get(KEYS_ENV)
+    if not given:
+        return {LOCAL_RUNNER: local_signer().key}
+    try:
+        data = json.loads(Path(given).expanduser().read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise OSError(f"{KEYS_ENV}={given}: not a readable JSON file of runner keys "
+                      f"({exc})") from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                             and len(v) >= 32 for k, v in data.items()):
+        raise OSError(f"{given}: runner keys must be {{\"runner id\": \"key of 32+ "
+                      "characters\"}")
+    return {runner: key.encode("utf-8") for runner, key in data.items()}
