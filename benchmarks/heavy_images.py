@@ -24,10 +24,10 @@ from pathlib import Path
 from aiokafka.partitioner import DefaultPartitioner
 from stream_workloads import EXAMPLES, PARTITIONS, produce, start_worker, wait_ready
 
-from stream.kafka.clients import clients
+from stream.commands.replay import read_events
+from stream.kafka import clients
 from stream.kafka.broker import EmbeddedKafka
 from stream.kafka.processes import free_port, stopped_as_by_ctrl_c
-from stream.commands.replay import read_events
 from stream.kafka.topics import TopicNames, ensure_topics, topic_names
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs

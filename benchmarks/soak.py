@@ -35,13 +35,15 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from streamkit import CpuHogs, child_pids, read_topic  # noqa: E402
 
-from stream.kafka.broker import EmbeddedKafka  # noqa: E402
-from stream.kafka.processes import stopped_as_by_ctrl_c  # noqa: E402
-from stream.kafka.topics import topic_names  # noqa: E402
 from stream.commands.demo import WorkerProcess, learn_models  # noqa: E402
 from stream.commands.replay import read_events, round_robin  # noqa: E402
-from stream.kafka.clients import clients  # noqa: E402
-from stream.kafka.topics import ensure_topics  # noqa: E402
+from stream.kafka import clients  # noqa: E402
+from stream.kafka.broker import EmbeddedKafka  # noqa: E402
+from stream.kafka.processes import stopped_as_by_ctrl_c  # noqa: E402
+from stream.kafka.topics import (
+    ensure_topics,  # noqa: E402
+    topic_names,  # noqa: E402
+)
 
 EXAMPLES = REPO / "examples" / "jupyter"
 TRUSTLAYER = [sys.executable, "-m", "trustlayer.cli"]

@@ -18,25 +18,34 @@ import uuid
 from pathlib import Path
 from typing import NamedTuple
 
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from PIL import Image
 
 # the benchmark modules put the repository on sys.path for the imports below them
-from stream_workloads import (EXAMPLES, PARTITIONS, events_processed, machine_steal, produce,
-                              start_worker, steal_during, tree_cpu, wait_ready)
+from stream_workloads import (
+    EXAMPLES,
+    PARTITIONS,
+    events_processed,
+    machine_steal,
+    produce,
+    start_worker,
+    steal_during,
+    tree_cpu,
+    wait_ready,
+)
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-
-from stream.kafka.clients import clients
-from stream.judging.settings import WorkerSettings
-from stream.worker.config import GC_THRESHOLDS
 from stream.commands.demo import READY, ready_partitions
-from stream.kafka.processes import free_port, stop_process
-from stream.judging.processor import StreamProcessor
-from stream.judging.records import DictStore, Source
-from stream.models.registry import ModelRegistry
 from stream.commands.replay import read_events
 from stream.commands.replay import round_robin as interleave
+from stream.judging.processor import StreamProcessor
+from stream.judging.records import DictStore, Source
+from stream.judging.settings import WorkerSettings
+from stream.kafka import clients
+from stream.kafka.processes import free_port, stop_process
 from stream.kafka.topics import ensure_topics, topic_names
+from stream.models.registry import ModelRegistry
+from stream.worker import transport
+from stream.worker.config import GC_THRESHOLDS
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import run_of_events
 
@@ -257,7 +266,7 @@ def latency(kafka, models: Path, runs: list[list[dict]], rate: float, workers: i
     async def go() -> tuple[Timing, Timing]:
         # (a fetch of the verdicts' quiet partitions would hold the others' for 500 ms)
         consumer = clients.consumer(kafka.bootstrap, topics.verdicts, auto_offset_reset="latest",
-                                    fetch_max_wait_ms=clients.WORKER_FETCH_MAX_WAIT_MS)
+                                    fetch_max_wait_ms=transport.WORKER_FETCH_MAX_WAIT_MS)
         await consumer.start()
         await asyncio.sleep(1.0)
         try:
@@ -303,7 +312,7 @@ def broker_latency(kafka, runs: list[list[dict]], rate: float) -> Timing:
 
     async def go() -> None:
         consumer = clients.consumer(kafka.bootstrap, topics.events, auto_offset_reset="latest",
-                                    fetch_max_wait_ms=clients.WORKER_FETCH_MAX_WAIT_MS)
+                                    fetch_max_wait_ms=transport.WORKER_FETCH_MAX_WAIT_MS)
         await consumer.start()
         await asyncio.sleep(1.0)
         publisher = asyncio.create_task(produce(kafka.bootstrap, topics.events,

@@ -11,14 +11,15 @@ import re
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from stream.kafka.clients import clients  # noqa: E402
 from stream.commands.demo import WorkerProcess  # noqa: E402
+from stream.kafka import clients  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "jupyter"
 PARTITIONS = 4  # of the events topic: up to 4 workers share the load

@@ -14,10 +14,10 @@ import sys
 import time
 import urllib.request
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Callable, Iterable
 
 import pytest
 import yaml
@@ -27,12 +27,12 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "jupyter"
 TRAIN, TEST = EXAMPLES / "train", EXAMPLES / "test"
 
-from stream.kafka.clients import clients  # noqa: E402
-from stream.models.attest import Signer, local_signer  # noqa: E402
-from stream.kafka.processes import free_port, stop_process  # noqa: E402
 from stream.commands.replay import read_events  # noqa: E402
 from stream.commands.replay import round_robin as interleave  # noqa: E402,F401 (for the tests)
 from stream.judging.records import Source  # noqa: E402
+from stream.kafka import clients  # noqa: E402
+from stream.kafka.processes import free_port, stop_process  # noqa: E402
+from stream.models.attest import Signer, local_signer  # noqa: E402
 from trustlayer.judge.matcher import judge_run  # noqa: E402
 from trustlayer.judge.status import VALIDATE_FIELDS  # noqa: E402
 from trustlayer.learn.learner import learn  # noqa: E402
@@ -43,24 +43,24 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def train_runs() -> tuple[Run, ...]:
     return tuple(read_runs([TRAIN]))
 
 
-@lru_cache(maxsize=None)
+@cache
 def model():
     """The model of examples/jupyter/train (learned once per session; do not mutate)."""
     return learn(list(train_runs()))
 
 
-@lru_cache(maxsize=None)
+@cache
 def example_events() -> tuple[tuple[dict, ...], ...]:
     """The events of examples/jupyter/test, screenshots inlined, one tuple per run."""
     return tuple(tuple(run) for run in read_events([TEST]))
 
 
-@lru_cache(maxsize=None)
+@cache
 def batch_verdicts() -> dict[str, dict]:
     """`trustlayer validate --format json` records of the test runs, by run id."""
     return {run.run_id: judge_run(model(), run).to_json(VALIDATE_FIELDS)
@@ -337,7 +337,7 @@ class CpuHogs:
         self.count, self.seconds = count, seconds
         self.procs: list[subprocess.Popen] = []
 
-    def __enter__(self) -> "CpuHogs":
+    def __enter__(self) -> CpuHogs:
         spin = ("import time\nend = time.monotonic() + %f\n"
                 "while time.monotonic() < end: pass" % self.seconds)
         self.procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(self.count)]

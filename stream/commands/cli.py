@@ -79,10 +79,10 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 # -- worker ---------------------------------------------------------------------------------
 def worker_config(args: argparse.Namespace):
-    from stream.models.attest import runner_keys
     from stream.judging.settings import WorkerSettings
-    from stream.worker.config import WorkerConfig
     from stream.kafka.topics import topic_names
+    from stream.models.attest import runner_keys
+    from stream.worker.config import WorkerConfig
 
     settings = WorkerSettings(
         images_dir=Path(args.images).resolve() if args.images else None,
@@ -105,8 +105,12 @@ def worker_config(args: argparse.Namespace):
 def cmd_worker(args: argparse.Namespace) -> int:
     import logging
 
+    from stream.worker.internals import untested
     from stream.worker.supervise import child_stalls, supervise
 
+    if problem := untested():
+        print(f"trustlayer worker: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if args.models and not Path(args.models).is_dir():
         print(f"trustlayer worker: --models {args.models}: no such directory", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -162,8 +166,8 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
 # -- models ---------------------------------------------------------------------------------
 async def read_models(bootstrap: str, topic: str):
     """A registry with every model version still in `topic` (read to its end)."""
-    from stream.kafka import clients
     from stream.deadletter import Rejected
+    from stream.kafka import clients
     from stream.models.registry import ModelRegistry
     from stream.models.signing import model_key, verified_model
 

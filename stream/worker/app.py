@@ -19,16 +19,18 @@ import asyncio
 import gc
 import logging
 import sys
-from typing import Any, Awaitable
+from collections.abc import Awaitable
+from typing import Any
 
 import faust
 
 from stream.kafka import clients
+from stream.kafka.topics import worker_topics
+from stream.worker import transport
 from stream.worker.config import GC_THRESHOLDS, WorkerConfig
 from stream.worker.runtime import Runtime
 from stream.worker.supervise import RESTART as EXIT_RESTART
 from stream.worker.tables import declare_tables
-from stream.kafka.topics import worker_topics
 
 log = logging.getLogger("trustlayer.worker")
 
@@ -65,7 +67,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
     # 100 records; a checkpoint writes one record per run changed in the last second (675
     # in the benchmark), and waited for them by itself: the stop cost 20-30% of throughput
     app.producer.buffer.max_messages = PRODUCER_BUFFER
-    app.transport = clients.WorkerTransport(app.conf.broker_consumer, app)  # (see there)
+    app.transport = transport.WorkerTransport(app.conf.broker_consumer, app)  # (see there)
     names = cfg.topics
     raw = dict(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
     topics = {
@@ -96,7 +98,7 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
     async def on_training_recovered() -> None:
         rt.training_recovered()
 
-    app.consumer.fetch_sinks[names.events] = rt.fetched.put  # (see stream.kafka.clients)
+    app.consumer.fetch_sinks[names.events] = rt.fetched.put  # (see stream.worker.transport)
 
     @app.agent(topics["events"])
     async def judge(stream: Any) -> None:  # the agent subscribes the topic

@@ -1,6 +1,6 @@
 """Events the worker's consumer fetched, waiting for the judge agent.
 
-The consumer (:class:`stream.kafka.clients.WorkerTransport`) hands over the records of the events
+The consumer (:class:`stream.worker.transport.WorkerTransport`) hands over the records of the events
 topic a fetch at a time (:meth:`FetchedEvents.put`); the judge takes up to a batch of them
 at once (:meth:`FetchedEvents.take`). Past :data:`MAX_RECORDS` records or ``max_bytes``
 bytes waiting (inline screenshots are large), the partitions they came from are no longer
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Callable, Protocol
-
-from prometheus_client import Counter
+from collections.abc import Callable
+from typing import Protocol
 
 from faust.types import TP, Message
+from prometheus_client import Counter
 
 #: Records waiting before their partitions are paused (Faust's stream buffer: 4,096).
 MAX_RECORDS = 4096

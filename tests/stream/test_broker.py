@@ -12,8 +12,8 @@ from aiokafka import TopicPartition
 from aiokafka.admin import NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from stream.kafka.clients import broker as broker_mod
-from stream.kafka.clients import clients
+from stream.kafka import broker as broker_mod
+from stream.kafka import clients
 from stream.kafka.broker import EmbeddedKafka, KafkaLibsMissing
 from stream.kafka.probe import broker_ready
 from stream.kafka.topics import TopicNames, ensure_topics, ensure_topics_async

@@ -1,6 +1,6 @@
 """The worker's fetches on a real broker: gathered at the broker while records flow, sent to
-wait for the first record when the partitions are quiet (stream.kafka.clients.pace_fetches), and
-not held by aiokafka's fetch loop after a fetch that brought nothing (stream.kafka.clients.tune_fetcher)."""
+wait for the first record when the partitions are quiet (stream.worker.transport.pace_fetches), and
+not held by aiokafka's fetch loop after a fetch that brought nothing (stream.worker.transport.tune_fetcher)."""
 
 from __future__ import annotations
 
@@ -9,21 +9,22 @@ import statistics
 import time
 import uuid
 
-from stream.kafka.clients import clients
+from stream.kafka import clients
 from stream.kafka.topics import ensure_topics_async, topic_names
+from stream.worker import transport
 
 
 def test_a_fetch_after_records_gathers_more_and_one_after_none_waits_for_the_first(kafka):
     names = topic_names(f"pace-{uuid.uuid4().hex[:6]}")
-    quiet = (1, clients.WORKER_FETCH_MAX_WAIT_MS)
-    busy = (clients.WORKER_BUSY_FETCH_MIN_BYTES, clients.WORKER_BUSY_FETCH_MAX_WAIT_MS)
+    quiet = (1, transport.WORKER_FETCH_MAX_WAIT_MS)
+    busy = (transport.WORKER_BUSY_FETCH_MIN_BYTES, transport.WORKER_BUSY_FETCH_MAX_WAIT_MS)
 
     async def fetches_around_one_record() -> tuple[list[tuple[int, int]], list[bytes]]:
         await ensure_topics_async(kafka.bootstrap, names, 1)
         consumer = clients.consumer(kafka.bootstrap, names.events, auto_offset_reset="earliest",
-                                    fetch_max_wait_ms=clients.WORKER_FETCH_MAX_WAIT_MS)
+                                    fetch_max_wait_ms=transport.WORKER_FETCH_MAX_WAIT_MS)
         async with consumer, clients.producer(kafka.bootstrap) as producer:
-            clients.pace_fetches(consumer._fetcher)
+            transport.pace_fetches(consumer._fetcher)
             sent: list[tuple[int, int]] = []
             send = consumer._client.send
 
@@ -53,17 +54,17 @@ def test_a_fetch_after_records_gathers_more_and_one_after_none_waits_for_the_fir
 def test_a_fetch_done_as_the_judge_takes_records_does_not_hold_the_next_one(kafka):
     """aiokafka's fetch loop, woken by records being taken in the loop turn in which a fetch
     ends, finds the fetch done but its node still busy and sends nothing: the next fetch
-    waited for aiokafka's 0.2 s timeout (stream.kafka.clients.WORKER_FETCHER_TIMEOUT). Here every
+    waited for aiokafka's 0.2 s timeout (stream.worker.transport.WORKER_FETCHER_TIMEOUT). Here every
     empty fetch ends so: records being taken wake the loop just before the fetch is done."""
     names = topic_names(f"stale-{uuid.uuid4().hex[:6]}")
 
     async def delays() -> list[float]:
         await ensure_topics_async(kafka.bootstrap, names, 1)
         consumer = clients.consumer(kafka.bootstrap, names.events, auto_offset_reset="latest",
-                                    fetch_max_wait_ms=clients.WORKER_FETCH_MAX_WAIT_MS)
+                                    fetch_max_wait_ms=transport.WORKER_FETCH_MAX_WAIT_MS)
         async with consumer, clients.producer(kafka.bootstrap) as producer:
             fetcher = consumer._fetcher
-            clients.tune_fetcher(fetcher)
+            transport.tune_fetcher(fetcher)
             fetch = fetcher._proc_fetch_request
 
             async def taken_as_it_ends(assignment, node_id, request) -> bool:

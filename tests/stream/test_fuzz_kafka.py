@@ -9,13 +9,23 @@ import json
 import random
 from collections import Counter
 
-from stream.kafka.clients import clients
-from stream.deadletter import REASONS
-from stream.commands.replay import read_events
-from stream.kafka.clients import MAX_MESSAGE_BYTES
 from hostile import mutate_record
-from streamkit import (TEST, Worker, all_final, batch_verdicts, example_events, produce,
-                       renamed, setup, unique)
+from streamkit import (
+    TEST,
+    Worker,
+    all_final,
+    batch_verdicts,
+    example_events,
+    produce,
+    renamed,
+    setup,
+    unique,
+)
+
+from stream.commands.replay import read_events
+from stream.deadletter import REASONS
+from stream.kafka import clients
+from stream.kafka.clients import MAX_MESSAGE_BYTES
 
 MUTATED, AFTER_END, WRONG_TASK, DUPLICATES, GIANT = 480, 40, 20, 30, 4
 

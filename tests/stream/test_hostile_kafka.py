@@ -21,7 +21,7 @@ from streamkit import (
     unique,
 )
 
-from stream.kafka.clients import clients
+from stream.kafka import clients
 from stream.models.registry import encode_model
 from stream.models.signing import model_key, signed_headers
 from trustlayer.judge.matcher import judge_run

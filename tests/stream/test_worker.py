@@ -25,16 +25,16 @@ from streamkit import (
     renamed,
 )
 
-from stream.models.attest import Signer
-from stream.models.registry import ModelRegistry
 from stream.commands.replay import read_events
 from stream.deadletter import dlq_reason
-from stream.kafka import clients
-from stream.worker.app import create_app
-from stream.judging.settings import WorkerSettings
-from stream.worker.config import WorkerConfig
 from stream.judging.processor import StreamProcessor
 from stream.judging.records import DictStore, Source
+from stream.judging.settings import WorkerSettings
+from stream.models.attest import Signer
+from stream.models.registry import ModelRegistry
+from stream.worker import transport
+from stream.worker.app import create_app
+from stream.worker.config import WorkerConfig
 
 
 def processor(store=None, clock=time.time, **settings) -> StreamProcessor:
@@ -371,7 +371,7 @@ def test_the_exported_metric_names_are_those_of_the_alert_rules_and_dashboard():
 
 def test_the_worker_consumer_asks_the_broker_to_hold_a_fetch_briefly():
     """Faust asks 1.5 s; a fetch of only quiet partitions then kept events already on the
-    broker from the worker that long (see stream.kafka.clients.WORKER_FETCH_MAX_WAIT_MS)."""
+    broker from the worker that long (see stream.worker.transport.WORKER_FETCH_MAX_WAIT_MS)."""
     app, _ = create_app(WorkerConfig())
 
     async def held() -> int:  # (aiokafka makes its clients in a running loop)
@@ -379,4 +379,4 @@ def test_the_worker_consumer_asks_the_broker_to_hold_a_fetch_briefly():
         await client.stop()
         return client._fetch_max_wait_ms
 
-    assert asyncio.run(held()) == clients.WORKER_FETCH_MAX_WAIT_MS < 1500
+    assert asyncio.run(held()) == transport.WORKER_FETCH_MAX_WAIT_MS < 1500

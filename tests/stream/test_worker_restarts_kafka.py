@@ -29,7 +29,7 @@ from streamkit import (
     unique,
 )
 
-from stream.kafka.clients import clients
+from stream.kafka import clients
 from stream.kafka.processes import free_port
 
 
