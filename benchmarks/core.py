@@ -139,8 +139,8 @@ def bench_lookup() -> None:
     for size in (10, 100, 1_000, 10_000):
         model = synthetic_model(size, rng)
         index = StateIndex(model)
-        queries = [Fingerprint(frozenset({f"X|screen {rng.randrange(size)}"}), phash=rng.getrandbits(64))
-                   for _ in range(200)]
+        queries = [Fingerprint(frozenset({f"X|screen {rng.randrange(size)}"}),
+                               phash=rng.getrandbits(64)) for _ in range(200)]
         start = time.perf_counter()
         for fp in queries:
             index.candidates(fp)
@@ -151,8 +151,8 @@ def bench_lookup() -> None:
              if min(hamming(fp.phash, h) for h in st.phashes) < model.settings.phash_different]
         scan = (time.perf_counter() - start) / len(queries)
         base = base or indexed
-        print(f"lookup {size:>6} states: {indexed * 1e6:8.1f} us ({indexed / base:5.1f}x the 10-state "
-              f"cost; linear scan {scan * 1e6:8.1f} us, {scan / indexed:5.1f}x slower)")
+        print(f"lookup {size:>6} states: {indexed * 1e6:8.1f} us ({indexed / base:5.1f}x the "
+              f"10-state cost; linear scan {scan * 1e6:8.1f} us, {scan / indexed:5.1f}x slower)")
 
 
 if __name__ == "__main__":

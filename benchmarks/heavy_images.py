@@ -3,8 +3,8 @@ of 30 heavy screenshots (16-bit PNGs under the pixel limit), on a real broker an
 
 Prints the two latencies (from publishing the good run's last event to its final verdict,
 medians) and their ratio; issue 29's goal is within 2x of alone. The heavy screenshots are
-decoded off the worker's event loop (stream.judging.screenshots), each within --decode-budget seconds,
-while the records of other partitions are judged (a good run on the heavy run's partition
+decoded off the worker's event loop (stream.judging.screenshots), each within --decode-budget
+seconds, while the records of other partitions are judged (a good run on the heavy run's partition
 still waits for it).
 """
 from __future__ import annotations

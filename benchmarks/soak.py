@@ -40,10 +40,7 @@ from stream.commands.replay import read_events, round_robin  # noqa: E402
 from stream.kafka import clients  # noqa: E402
 from stream.kafka.broker import EmbeddedKafka  # noqa: E402
 from stream.kafka.processes import stopped_as_by_ctrl_c  # noqa: E402
-from stream.kafka.topics import (
-    ensure_topics,  # noqa: E402
-    topic_names,  # noqa: E402
-)
+from stream.kafka.topics import ensure_topics, topic_names  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "jupyter"
 TRUSTLAYER = [sys.executable, "-m", "trustlayer.cli"]
@@ -90,7 +87,7 @@ async def publish_through_faults(bootstrap: str, topic: str, events: list[dict],
     async def send(event: dict) -> None:
         nonlocal resent
         value = json.dumps(event, separators=(",", ":")).encode()
-        for attempt in range(60):
+        for _ in range(60):
             try:
                 await (await producer.send(topic, key=event["run_id"].encode(), value=value))
                 return

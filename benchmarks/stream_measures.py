@@ -187,7 +187,8 @@ def nothing_throughput(kafka, topic: str, n: int, work: Path) -> float:
                TOPIC=topic, N=str(n), FETCH=str(clients.MAX_REQUEST_BYTES),
                GC=",".join(map(str, GC_THRESHOLDS)))
     proc = subprocess.Popen([sys.executable, str(script), "worker"], env=env, cwd=work,
-                            stdout=subprocess.PIPE, stderr=open(work / "nothing.log", "ab"), text=True)
+                            stdout=subprocess.PIPE, stderr=open(work / "nothing.log", "ab"),
+                            text=True)
     try:
         for line in proc.stdout:
             if line.startswith("DONE"):
@@ -295,7 +296,10 @@ def quiet_collector() -> None:
 def _quantiles(samples: list[float]) -> tuple[float, float, int]:
     """p50, p99 (ms) of `samples` (seconds), and how many there are."""
     samples = sorted(samples)
-    quantile = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))] * 1000
+
+    def quantile(q: float) -> float:
+        return samples[min(len(samples) - 1, int(q * len(samples)))] * 1000
+
     return quantile(0.5), quantile(0.99), len(samples)
 
 

@@ -1,7 +1,8 @@
 """Streaming benchmarks on the embedded Kafka 4.4, printed as ratios against limits
 measured in the same run (nothing asserted).
 
-    .venv/bin/python benchmarks/stream_throughput.py [--events N] [--rate R] [--seconds S] [--warmup S]
+    .venv/bin/python benchmarks/stream_throughput.py [--events N] [--rate R] [--seconds S]
+                                                      [--warmup S]
 
 1. throughput on text/a11y events (screenshots stripped), published beforehand: the worker
    (``trustlayer worker``, refinement off) ÷ a do-nothing Faust agent (same broker, topic,
@@ -33,14 +34,21 @@ import uuid
 from pathlib import Path
 
 # the benchmark modules put the repository on sys.path for the imports below them
-from stream_measures import (FLEET_AGENTS, broker_latency, latency, nothing_throughput,
-                             plain_loop, screenshot_cost, worker_throughput)
+from stream_measures import (
+    FLEET_AGENTS,
+    broker_latency,
+    latency,
+    nothing_throughput,
+    plain_loop,
+    screenshot_cost,
+    worker_throughput,
+)
 from stream_workloads import EXAMPLES, PARTITIONS, copies, produce, steal_during, text_only
 
-from stream.kafka.broker import EmbeddedKafka
-from stream.kafka.processes import stopped_as_by_ctrl_c
 from stream.commands.replay import read_events
 from stream.commands.replay import round_robin as interleave
+from stream.kafka.broker import EmbeddedKafka
+from stream.kafka.processes import stopped_as_by_ctrl_c
 from stream.kafka.topics import ensure_topics, topic_names
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import run_of_events

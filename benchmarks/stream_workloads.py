@@ -126,8 +126,10 @@ def events_processed(ports: list[int]) -> float:
     total = 0.0
     for port in ports:
         try:
-            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as page:
+                text = page.read().decode()
         except OSError:
             continue
-        total += sum(float(v) for v in re.findall(r"^trustlayer_events_total\{[^}]*\} (\S+)", text, re.M))
+        counts = re.findall(r"^trustlayer_events_total\{[^}]*\} (\S+)", text, re.M)
+        total += sum(float(v) for v in counts)
     return total

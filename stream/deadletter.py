@@ -12,7 +12,8 @@ malformed_json           not JSON, not UTF-8, or a number of over 4,300 digits
 too_deep                 JSON nested deeper than the trace format allows
 wrong_schema             JSON, but not a trace event (a field missing, of the wrong type, ...)
 image_too_large          a screenshot over the pixel limit (or a decompression bomb)
-bad_image                a screenshot not a PNG, JPEG or WebP image, not a regular file, or undecodable
+bad_image                a screenshot not a PNG, JPEG or WebP image, not a regular file, or
+                         undecodable
 path_outside_dir         a screenshot path outside the worker's ``--images`` directory
 image_not_found          a screenshot path that names no file
 wrong_key                the record's key is not exactly the event's ``run_id`` (in valid UTF-8)

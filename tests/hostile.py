@@ -19,9 +19,10 @@ import random
 import shutil
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from trustlayer import cli
 
@@ -105,7 +106,8 @@ def mutate_trace(text: str, rng: random.Random, gentle: bool = False) -> bytes:
             lines[at] = lines[at][: rng.randrange(len(lines[at]) + 1)]
         elif action == 8:
             depth = rng.choice([50, 1_000, 100_000])
-            lines[at] = lines[at].replace('"observation": {', f'"observation": {{"deep": {nested(depth)}, ', 1) \
+            deep = f'"observation": {{"deep": {nested(depth)}, '
+            lines[at] = lines[at].replace('"observation": {', deep, 1) \
                 if rng.random() < 0.5 else nested(depth)
         else:
             raw = bytearray("\n".join(lines).encode("utf-8", "surrogatepass"))

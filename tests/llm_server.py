@@ -28,7 +28,7 @@ class FakeLLMServer:
                                         kwargs={"poll_interval": 0.05}, daemon=True)
         self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def start(self) -> "FakeLLMServer":
+    def start(self) -> FakeLLMServer:
         self._thread.start()
         return self
 

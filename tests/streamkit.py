@@ -137,7 +137,8 @@ def bad_records(images: Path) -> list[tuple[str, bytes, str]]:
     return [
         ("bad", b'{"v": 1, "run_id": "bad", "seq": ', "malformed_json"),
         ("bad", b"\xff\xfe not utf-8", "malformed_json"),
-        ("bad", json.dumps({k: v for k, v in state.items() if k != "seq"}).encode(), "wrong_schema"),
+        ("bad", json.dumps({k: v for k, v in state.items() if k != "seq"}).encode(),
+         "wrong_schema"),
         ("bad", json.dumps({**state, "kind": "teleport"}).encode(), "wrong_schema"),
         ("bad", json.dumps([1, 2]).encode(), "wrong_schema"),
         ("bad", shot(data_uri(png(7000, 6000))), "image_too_large"),
@@ -257,7 +258,8 @@ def await_topic(bootstrap: str, topic: str, until: Callable[[list], bool], *work
     return values
 
 
-def await_committed(bootstrap: str, group: str, topic: str, count: int, timeout: float = 30) -> None:
+def await_committed(bootstrap: str, group: str, topic: str, count: int,
+                    timeout: float = 30) -> None:
     """Wait until `group` has committed `count` records of `topic` (a fresh topic): the
     worker commits an offset only once the runs its record changed are written."""
     async def committed() -> int:
@@ -338,8 +340,8 @@ class CpuHogs:
         self.procs: list[subprocess.Popen] = []
 
     def __enter__(self) -> CpuHogs:
-        spin = ("import time\nend = time.monotonic() + %f\n"
-                "while time.monotonic() < end: pass" % self.seconds)
+        spin = (f"import time\nend = time.monotonic() + {self.seconds:f}\n"
+                "while time.monotonic() < end: pass")
         self.procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(self.count)]
         return self
 

@@ -67,7 +67,8 @@ def test_no_import_circles(imports):
 
 
 def test_no_file_over_the_limit():
-    long = {str(path.relative_to(REPO)): n for package in ("trustlayer", "stream", "benchmarks", "tests")
+    long = {str(path.relative_to(REPO)): n
+            for package in ("trustlayer", "stream", "benchmarks", "tests")
             for path in (REPO / package).rglob("*.py")
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert long == {}

@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 from devsets import REPO, SHARED
+
 from trustlayer.cli import judge_paths, main
 from trustlayer.judge.phases import phases
 from trustlayer.learn.learner import learn
@@ -82,7 +82,8 @@ def test_coding_agent_milestones_are_file_states():
     facts = [t for sid in model.essential for t in model.states[sid].profile.salient_templates
              if t.startswith("F|")]
     # the new module is required: it exists and is the run's work
-    assert {"F|exists slugify / _unicode . py", "F|changed slugify / _unicode . py"} <= set(facts), \
+    assert {"F|exists slugify / _unicode . py",
+            "F|changed slugify / _unicode . py"} <= set(facts), \
         facts[:20]
     verdicts = judge_paths(model, [str(CODING / "test")], quiet=True)
     summary = score(verdicts, load_labels(CODING / "test")).summary()

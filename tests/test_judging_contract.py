@@ -7,18 +7,18 @@ cause."""
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from devsets import DEV_TASKS, EXAMPLES, SHARED
 
-from stream.judging.settings import WorkerSettings
+from stream.commands.replay import read_events, round_robin
 from stream.judging.processor import StreamProcessor
 from stream.judging.records import DictStore, Source
+from stream.judging.settings import WorkerSettings
 from stream.models.registry import ModelRegistry
-from stream.commands.replay import read_events, round_robin
 from trustlayer.judge.matcher import Matcher, judge_run
 from trustlayer.judge.status import Status
 from trustlayer.learn.learner import learn
@@ -73,7 +73,7 @@ JUDGES: dict[str, Callable[[Model, Path], Verdicts]] = {
     "restored at every event": restored_at_every_event, "streamed": streamed}
 
 
-@lru_cache(maxsize=None)
+@cache
 def learned(task: str) -> Model:
     root = TASKS[task]
     if not root.is_dir():
@@ -81,7 +81,7 @@ def learned(task: str) -> Model:
     return learn(read_runs([root / "train"]))
 
 
-@lru_cache(maxsize=None)
+@cache
 def expected(task: str) -> Verdicts:
     return batch(learned(task), TASKS[task] / "test")
 

@@ -72,7 +72,8 @@ def test_removing_an_essential_state_always_fails(extra_lists, data):
 
 @settings(max_examples=10, deadline=None)
 @given(st.lists(extras, min_size=2, max_size=5), st.randoms(use_true_random=False))
-def test_order_of_training_runs_does_not_change_the_essential_chain(extra_lists, rng: random.Random):
+def test_order_of_training_runs_does_not_change_the_essential_chain(extra_lists,
+                                                                     rng: random.Random):
     runs = training_runs(extra_lists)
     shuffled = runs[:]
     rng.shuffle(shuffled)

@@ -6,8 +6,8 @@ A task is a chain of milestone screens; runs differ by optional extra screens
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from trustlayer.observe.traces import Run, parse_event
 
@@ -26,7 +26,8 @@ def events_for(run_id: str, screens: Sequence[str], outcome: str = "success") ->
     ts = 1000.0
     for number, text in enumerate(screens):
         if number:
-            events.append({"kind": "action", "action": {"type": "click", "target": f"next {number}"}})
+            events.append({"kind": "action",
+                           "action": {"type": "click", "target": f"next {number}"}})
         events.append({"kind": "state", "observation": {"text": text}})
     events.append({"kind": "end", "outcome": outcome})
     for seq, event in enumerate(events):

@@ -86,12 +86,13 @@ class ModelState:
                 "tolerance": self.tolerance}
 
     @classmethod
-    def from_json(cls, data: dict) -> "ModelState":
+    def from_json(cls, data: dict) -> ModelState:
         return cls(data["id"], data["name"], Profile.from_json(data["profile"]),
                    data["structural"], list(data["image_shas"]),
                    [int(h, 16) for h in data["phashes"]],
                    [base64.b64decode(t) for t in data["thumbnails"]],
-                   None if data["volatile_mask"] is None else base64.b64decode(data["volatile_mask"]),
+                   None if data["volatile_mask"] is None
+                   else base64.b64decode(data["volatile_mask"]),
                    [list(m) for m in data["members"]], data.get("negative_cause"),
                    data.get("tolerance", 0.0))
 
@@ -101,7 +102,8 @@ class Model:
     """A learned task model. Settings in ``settings``; learned state in the rest.
 
     Besides the states, the graph's edges, the essential chain (dominators of SUCCESS)
-    and each state's nearest essential dominator (``nearest_milestone``), a model holds what is evidence of the goal (:mod:`trustlayer.learn.evidence`):
+    and each state's nearest essential dominator (``nearest_milestone``), a model holds what
+    is evidence of the goal (:mod:`trustlayer.learn.evidence`):
     ``accepting`` (states where successful runs ended), ``ending`` (all their last states
     as one state, for ends that share a shape), ``incidental`` (milestones that were a
     habit: skipped with a warning), ``transient`` (milestones that are a tool's report on
@@ -112,8 +114,8 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
     state, what every run ending there showed of its finished work beyond what the state
     requires) and ``warnings`` (what the learner noticed for a person to check).
     What shows a failure (:mod:`trustlayer.learn.failure_signs`): ``gone_lines`` (per
-    state where successful runs ended, what their work made go), ``checks`` (tools every successful run used
-    after its last change of ``check_files``, the files they all changed) and
+    state where successful runs ended, what their work made go), ``checks`` (tools every
+    successful run used after its last change of ``check_files``, the files they all changed) and
     ``overcome`` (per tool, the shapes of lines successful runs fixed), ``added_only``
     (files their diffs never took a line out of), ``required_words`` (names their diffs
     all added to ``check_files``), ``statuses`` (the HTTP statuses their pages got) and
@@ -192,7 +194,7 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
                 "end_texts": self.end_texts, "some_checks": self.some_checks}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Model":
+    def from_json(cls, data: dict) -> Model:
         fmt = data.get("format")
         if not isinstance(fmt, int):
             raise ModelError("not a trustlayer model (no 'format' field)")
@@ -238,7 +240,7 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
             raise
 
     @classmethod
-    def load(cls, path: str | Path) -> "Model":
+    def load(cls, path: str | Path) -> Model:
         """Read a model file; raises :class:`ModelError` with a clear message."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -13,8 +13,9 @@ import base64
 import binascii
 import math
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, Field, fields
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from trustlayer.errors import ModelError
 from trustlayer.graph_marks import START, SUCCESS
@@ -232,7 +233,8 @@ def check_model(data: dict, shape: Sequence[Field]) -> None:
         if not state["name"].strip():
             raise _fail(f"states[{number}].name", "must not be empty")
     for spec in shape:  # other single states the model keeps (e.g. its ending)
-        if str(spec.type) in ("ModelState", "ModelState | None") and data.get(spec.name) is not None:
+        if str(spec.type) in ("ModelState", "ModelState | None") \
+                and data.get(spec.name) is not None:
             check_state(data[spec.name], spec.name, size)
     ids = [state["id"] for state in data["states"]]
     if len(set(ids)) != len(ids):

@@ -72,7 +72,7 @@ class Settings:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> "Settings":
+    def from_json(cls, data: dict[str, Any] | None) -> Settings:
         """Inverse of :meth:`to_json`; unknown keys are ignored, missing ones default."""
         data = dict(data or {})
         llm = LLMSettings(**{f.name: data["llm"][f.name] for f in fields(LLMSettings)

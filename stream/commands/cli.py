@@ -215,7 +215,8 @@ def cmd_models_history(args: argparse.Namespace) -> int:
             print(json.dumps(entry))
         return EXIT_OK
     for entry in entries:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry["ts"])) if entry.get("ts") else "-"
+        when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry["ts"]))
+                if entry.get("ts") else "-")
         line = f"v{entry['version']}  {entry['action']:<8}  {when}"
         if entry.get("parent") is not None:
             line += f"  from v{entry['parent']}"

@@ -18,15 +18,14 @@ import json
 import mimetypes
 import time
 from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
-
-from trustlayer.observe.runner_prints import fingerprint_screenshots
-from trustlayer.observe.traces import read_run, trace_files
 
 from stream.kafka import clients
 from stream.models.attest import Signer, local_signer
+from trustlayer.observe.runner_prints import fingerprint_screenshots
+from trustlayer.observe.traces import read_run, trace_files
 
 
 def inline_screenshot(event: dict, base_dir: Path) -> dict:

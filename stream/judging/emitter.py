@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Callable
+from collections.abc import Callable
 
-from trustlayer.judge.faults import STREAM_FAULT
-from trustlayer.judge.matcher import Matcher
-from trustlayer.judge.status import FAILED, INCOMPLETE, Status
-
-from stream.judging.settings import WorkerSettings
 from stream.deadletter import dead_letter
 from stream.judging.metrics import Metrics
 from stream.judging.records import Output, RunRecord, Source
-from stream.models.refine import is_success
 from stream.judging.runbook import RunBook
+from stream.judging.settings import WorkerSettings
+from stream.models.refine import is_success
+from trustlayer.judge.faults import STREAM_FAULT
+from trustlayer.judge.matcher import Matcher
+from trustlayer.judge.status import FAILED, INCOMPLETE, Status
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from stream.deadletter import Rejected, dlq_reason
 from trustlayer.errors import TraceError, cut
 from trustlayer.model import Model
 from trustlayer.observe.traces import MAX_NESTING, Event, parse_event
-
-from stream.deadletter import Rejected, dlq_reason
 
 
 class Models(Protocol):

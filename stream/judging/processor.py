@@ -36,23 +36,22 @@ import json
 import logging
 import time
 from collections import Counter as Tally
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
+from stream.deadletter import Rejected, dlq_reason
+from stream.judging.emitter import Emitter
+from stream.judging.events import Decoded, decode_event
+from stream.judging.metrics import Metrics
+from stream.judging.records import Output, RunRecord, Source, Store, event_digest
+from stream.judging.runbook import RunBook
+from stream.judging.settings import WorkerSettings
+from stream.judging.shadow import ShadowTrials
+from stream.judging.silence import Silence
+from stream.models.attest import CHAIN_START, attested_by, canonical, chain_link
+from stream.models.registry import ModelRegistry
 from trustlayer.errors import TraceError
 from trustlayer.judge.faults import feed_checked
 from trustlayer.observe.traces import Event, parse_event
-
-from stream.models.attest import CHAIN_START, attested_by, canonical, chain_link
-from stream.judging.settings import WorkerSettings
-from stream.deadletter import Rejected, dlq_reason
-from stream.judging.events import Decoded, decode_event
-from stream.judging.emitter import Emitter
-from stream.judging.metrics import Metrics
-from stream.judging.records import Output, RunRecord, Source, Store, event_digest
-from stream.models.registry import ModelRegistry
-from stream.judging.runbook import RunBook
-from stream.judging.shadow import ShadowTrials
-from stream.judging.silence import Silence
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +71,9 @@ class StreamProcessor:
     run book's :meth:`flush`, :meth:`delivered`, :meth:`revoke`, :meth:`assign` through it.
     """
 
-    def __init__(self, registry: ModelRegistry, store: Store, settings: WorkerSettings | None = None,
-                 metrics: Metrics | None = None, clock: Callable[[], float] = time.time):
+    def __init__(self, registry: ModelRegistry, store: Store,
+                 settings: WorkerSettings | None = None, metrics: Metrics | None = None,
+                 clock: Callable[[], float] = time.time):
         self.registry, self.store = registry, store
         self.settings = settings or WorkerSettings()
         self.metrics = metrics or Metrics()
@@ -249,7 +249,8 @@ class StreamProcessor:
         rec.held[str(event.seq)] = {"offset": source.offset, "pub": source.timestamp,
                                     "size": size, "event": obj}
         held_bytes = sum(h["size"] for h in rec.held.values())
-        if len(rec.held) > self.settings.reorder_window or held_bytes > self.settings.max_held_bytes:
+        if len(rec.held) > self.settings.reorder_window \
+                or held_bytes > self.settings.max_held_bytes:
             self.emitter.events_missing(rec, out, source.offset, event.ts, source.timestamp,
                                         f"seq {rec.next_seq} did not come before {len(rec.held)} "
                                         f"later events ({held_bytes} bytes)")

@@ -65,7 +65,7 @@ class RunRecord:
         return json.dumps(vars(self), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
     @classmethod
-    def decode(cls, value: bytes | str | dict) -> "RunRecord":
+    def decode(cls, value: bytes | str | dict) -> RunRecord:
         data = value if isinstance(value, dict) else json.loads(value)
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections import Counter as Tally
-from typing import Iterable
-
-from trustlayer.compare.llm import LLMJudge, judge_for
-from trustlayer.judge.matcher import Matcher
-from trustlayer.model import Model
+from collections.abc import Iterable
 
 from stream.judging.metrics import Metrics
 from stream.judging.records import Output, RunRecord, Store
 from stream.models.registry import ModelRegistry
+from trustlayer.compare.llm import LLMJudge, judge_for
+from trustlayer.judge.matcher import Matcher
+from trustlayer.model import Model
 
 log = logging.getLogger(__name__)
 

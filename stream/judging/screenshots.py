@@ -19,12 +19,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from stream.judging.events import Decoded
 from trustlayer.errors import UnjudgeableEvent
 from trustlayer.observe.fingerprints import SIGNATURE_SIDE
 from trustlayer.observe.images import ImageRef
 from trustlayer.observe.traces import Event
-
-from stream.judging.events import Decoded
 
 
 def screenshot_of(event: Event) -> ImageRef | None:

@@ -15,15 +15,14 @@ from __future__ import annotations
 import copy
 import logging
 
+from stream.judging.metrics import Metrics
+from stream.judging.records import RunRecord
+from stream.models.registry import ModelRegistry
 from trustlayer.judge.faults import feed_checked
 from trustlayer.judge.matcher import Matcher
 from trustlayer.judge.status import Status
 from trustlayer.model import Model
 from trustlayer.observe.traces import Event
-
-from stream.judging.metrics import Metrics
-from stream.judging.records import RunRecord
-from stream.models.registry import ModelRegistry
 
 log = logging.getLogger(__name__)
 

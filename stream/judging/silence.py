@@ -11,15 +11,14 @@ them get their whole deadline again, rather than failing all at once.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
-from trustlayer.judge.deadlines import DEADLINE_FLOOR
-from trustlayer.model import Model
-
-from stream.judging.settings import WorkerSettings
 from stream.judging.emitter import Emitter
 from stream.judging.records import Output, RunRecord
 from stream.judging.runbook import RunBook
+from stream.judging.settings import WorkerSettings
+from trustlayer.judge.deadlines import DEADLINE_FLOOR
+from trustlayer.model import Model
 
 
 class Silence:

@@ -24,8 +24,8 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from stream.kafka.probe import broker_ready
 from stream.kafka.processes import die_with_parent, free_port, stop_process
@@ -68,7 +68,8 @@ def find_java() -> str:
         return str(Path(home) / "bin" / "java")
     java = shutil.which("java")
     if not java:
-        raise BrokerStartError("no `java` on PATH (Kafka 4.x needs Java 17+): apt-get install -y openjdk-17-jre-headless")
+        raise BrokerStartError("no `java` on PATH (Kafka 4.x needs Java 17+): "
+                               "apt-get install -y openjdk-17-jre-headless")
     return java
 
 
@@ -102,7 +103,7 @@ class EmbeddedKafka:
     Use as a context manager, or call :meth:`start` and :meth:`stop`.
     """
 
-    _running: "set[EmbeddedKafka]" = set()
+    _running: set[EmbeddedKafka] = set()
 
     def __init__(
         self,
@@ -156,7 +157,7 @@ class EmbeddedKafka:
             raise RuntimeError("broker not started")
         return self.dir / "data"
 
-    def start(self) -> "EmbeddedKafka":
+    def start(self) -> EmbeddedKafka:
         if self.proc is not None:
             raise RuntimeError("broker already started")
         t0 = time.monotonic()
@@ -218,7 +219,7 @@ class EmbeddedKafka:
         if not self._wait_ready(time.monotonic()):
             raise BrokerStartError(f"Kafka did not restart\n{self._log_tail()}")
 
-    def __enter__(self) -> "EmbeddedKafka":
+    def __enter__(self) -> EmbeddedKafka:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -346,7 +347,8 @@ class EmbeddedKafka:
                 return True
             time.sleep(0.1)
         raise BrokerStartError(
-            f"Kafka not ready on {self.bootstrap} after {self.start_timeout:.0f} s\n{self._log_tail()}"
+            f"Kafka not ready on {self.bootstrap} after {self.start_timeout:.0f} s\n"
+            f"{self._log_tail()}"
         )
 
     def _kill(self) -> None:

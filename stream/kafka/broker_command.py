@@ -8,13 +8,21 @@ import signal
 import sys
 import time
 
-from stream.kafka.broker import (DEFAULT_LIBS, DEFAULT_PORT, KAFKA_VERSION, LIBS_ENV, BrokerStartError,
-                           EmbeddedKafka, KafkaLibsMissing)
+from stream.kafka.broker import (
+    DEFAULT_LIBS,
+    DEFAULT_PORT,
+    KAFKA_VERSION,
+    LIBS_ENV,
+    BrokerStartError,
+    EmbeddedKafka,
+    KafkaLibsMissing,
+)
 from stream.kafka.probe import broker_ready
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`trustlayer broker`: start the embedded Kafka, print its address and PID, run until Ctrl+C."""
+    """`trustlayer broker`: start the embedded Kafka, print its address and PID, run until
+    Ctrl+C."""
     parser = argparse.ArgumentParser(prog="trustlayer broker", description=main.__doc__)
     parser.add_argument("--libs", help=f"broker jars (default: ${LIBS_ENV} or {DEFAULT_LIBS})")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (data, log) on exit")

@@ -14,8 +14,8 @@ def broker_ready(host: str, port: int, timeout: float = 1.0) -> bool:
         with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.settimeout(timeout)
             client_id = b"trustlayer-ready"
-            # Request header v1 + Metadata v8 body (the last non-flexible version; v4+ is kept in 4.x):
-            # topics=null (all), allow_auto_topic_creation=false, no authorized-operations.
+            # Request header v1 + Metadata v8 body (the last non-flexible version; v4+ is kept
+            # in 4.x): topics=null (all), allow_auto_topic_creation=false, no authorized-operations.
             body = struct.pack(">hhih", 3, 8, 1, len(client_id)) + client_id
             body += struct.pack(">i???", -1, False, False, False)
             sock.sendall(struct.pack(">i", len(body)) + body)

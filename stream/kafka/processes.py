@@ -7,8 +7,9 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 
 def free_port(host: str = "127.0.0.1") -> int:

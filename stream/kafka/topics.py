@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+from collections.abc import Mapping
 from dataclasses import astuple, dataclass
-from typing import Mapping
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
@@ -121,7 +121,8 @@ async def _wait_for_metadata(admin: AIOKafkaAdminClient, topics: list[str], time
     while pending and loop.time() < deadline:
         for desc in await admin.describe_topics(list(pending)):
             parts = desc.get("partitions") or []
-            if desc.get("error_code") == 0 and parts and all(p.get("leader", -1) >= 0 for p in parts):
+            led = all(p.get("leader", -1) >= 0 for p in parts)
+            if desc.get("error_code") == 0 and parts and led:
                 pending.discard(desc["topic"])
         if pending:
             await asyncio.sleep(0.05)

@@ -22,18 +22,17 @@ returned version.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
+from stream.models.attest import run_attested_by
+from stream.models.registry import ModelRegistry, milestone_diff
 from trustlayer.compare.equivalence import judge
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import LearnError, learn
 from trustlayer.model import Model
 from trustlayer.observe.steps import run_steps
 from trustlayer.observe.traces import Run
-
-from stream.models.attest import run_attested_by
-from stream.models.registry import ModelRegistry, milestone_diff
 
 log = logging.getLogger(__name__)
 

@@ -22,12 +22,12 @@ import copy
 import json
 import logging
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
-
-from trustlayer.model import Model
+from typing import Any
 
 from trustlayer.errors import ModelError
+from trustlayer.model import Model
 from trustlayer.observe.traces import Run, load_labels, read_runs
 
 log = logging.getLogger(__name__)

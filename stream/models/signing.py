@@ -16,15 +16,14 @@ import hashlib
 import hmac
 import os
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
-
-from trustlayer.model import Model
-
-from trustlayer.errors import ModelError
+from typing import Any
 
 from stream.deadletter import Rejected
 from stream.models.registry import decode_model
+from trustlayer.errors import ModelError
+from trustlayer.model import Model
 
 KEY_ENV = "TRUSTLAYER_MODEL_KEY"
 STATE_ENV = "TRUSTLAYER_STATE_DIR"

@@ -11,10 +11,10 @@ of the table: after a crash the records since the last commit come again and
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, Iterable, Protocol
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol
 
 from stream.judging.processor import StreamProcessor
-
 from stream.judging.records import Output
 
 

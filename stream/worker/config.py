@@ -8,7 +8,6 @@ from pathlib import Path
 from stream.judging.settings import WorkerSettings
 from stream.kafka.topics import TopicNames, finished_topic
 
-
 #: The worker's cyclic garbage collector thresholds (Python's default: 700, 10, 10). Judging
 #: an event allocates thousands of short-lived containers while models and run records stay:
 #: at the default the collector ran every few events and scanned what stayed, 9% of the

@@ -12,15 +12,14 @@ from typing import Any
 
 import faust
 
-from trustlayer.model import Model
-
-from stream.kafka import clients
-from stream.worker.config import WorkerConfig
 from stream.deadletter import Rejected, dead_letter
 from stream.judging.metrics import Metrics
 from stream.judging.records import Source
+from stream.kafka import clients
 from stream.models.registry import ModelRegistry, encode_model
 from stream.models.signing import model_key, signed_headers, verified_model
+from stream.worker.config import WorkerConfig
+from trustlayer.model import Model
 
 log = logging.getLogger("trustlayer.worker")
 

@@ -14,10 +14,9 @@ import signal
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from stream.kafka.processes import die_with_parent
 from trustlayer.learn.learner import learn
 from trustlayer.model import Model
-
-from stream.kafka.processes import die_with_parent
 
 
 def _ready() -> bool:
@@ -34,7 +33,7 @@ class LearnPool:
     def __init__(self) -> None:
         self.pool: ProcessPoolExecutor | None = None
 
-    def start(self) -> "LearnPool":
+    def start(self) -> LearnPool:
         self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
                                         initializer=die_with_parent, initargs=(signal.SIGKILL,))
         self.pool.submit(_ready).result()  # the process exists now, started by this thread

@@ -17,22 +17,23 @@ import asyncio
 import json
 import logging
 import time
-from typing import Any, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 from aiokafka import TopicPartition
 
-from stream.worker.checkpoint import Checkpoint
-from stream.worker.config import WorkerConfig
-from stream.judging.screenshots import Decoder, ReadAhead
-from stream.worker.fetched import FetchedEvents
 from stream.judging.metrics import Metrics
-from stream.worker.model_feed import ModelFeed
-from stream.worker.offload import LearnPool
 from stream.judging.processor import StreamProcessor
-from stream.worker.progress import Progress, start_offsets
 from stream.judging.records import Output, Source
+from stream.judging.screenshots import Decoder, ReadAhead
 from stream.models.refine import Refiner
 from stream.models.registry import ModelRegistry
+from stream.worker.checkpoint import Checkpoint
+from stream.worker.config import WorkerConfig
+from stream.worker.fetched import FetchedEvents
+from stream.worker.model_feed import ModelFeed
+from stream.worker.offload import LearnPool
+from stream.worker.progress import Progress, start_offsets
 from stream.worker.tables import TableStore
 from stream.worker.training import TrainingRuns, seed_runs
 from stream.worker.watchdog import Watchdog

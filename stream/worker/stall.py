@@ -17,8 +17,8 @@ open run).
 """
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Hashable
 
 OK, STALLED, WAIT, RESTART = "ok", "stalled", "wait", "restart"
 

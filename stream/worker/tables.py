@@ -9,9 +9,9 @@ from typing import Any
 
 import faust
 
-from stream.worker.config import WorkerConfig
 from stream.kafka.clients import MAX_MESSAGE_BYTES
 from stream.kafka.topics import RUNS_TABLE, TRAINING_TABLE
+from stream.worker.config import WorkerConfig
 
 
 def declare_tables(app: faust.App, cfg: WorkerConfig) -> tuple[Any, Any]:

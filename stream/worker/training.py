@@ -13,16 +13,15 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from trustlayer.errors import TraceError
-from trustlayer.observe.traces import Run, run_of_events
-
 from stream.kafka import clients
+from stream.models.refine import Refiner
+from stream.models.registry import ModelRegistry, training_set
 from stream.worker.config import WorkerConfig
 from stream.worker.model_feed import ModelFeed
 from stream.worker.progress import Progress
-from stream.models.refine import Refiner
-from stream.models.registry import ModelRegistry, training_set
 from stream.worker.tables import TableStore
+from trustlayer.errors import TraceError
+from trustlayer.observe.traces import Run, run_of_events
 
 log = logging.getLogger("trustlayer.worker")
 
@@ -44,7 +43,8 @@ class EventFetcher:
         self.bootstrap, self.topic = bootstrap, topic
         self.consumer: AIOKafkaConsumer | None = None
 
-    async def fetch(self, partition: int, offsets: list[int], timeout: float = 30.0) -> dict[int, bytes]:
+    async def fetch(self, partition: int, offsets: list[int],
+                    timeout: float = 30.0) -> dict[int, bytes]:
         """The values at `offsets` of `partition` (those no longer in the topic are left out)."""
         if self.consumer is None:
             self.consumer = clients.consumer(self.bootstrap)

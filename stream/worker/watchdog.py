@@ -15,8 +15,8 @@ from typing import Any
 from aiokafka import TopicPartition
 from faust.types import TP
 
-from stream.worker.config import WorkerConfig
 from stream.judging.metrics import Metrics
+from stream.worker.config import WorkerConfig
 from stream.worker.progress import Progress
 from stream.worker.stall import RESTART, STALLED, StallGuard
 from stream.worker.supervise import RESTART as EXIT_RESTART

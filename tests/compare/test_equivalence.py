@@ -28,7 +28,8 @@ ERROR = {"X|Error: permission denied", "X|Retry"}
 
 def state(*members: set[str]) -> ModelState:
     lines = [frozenset(m) for m in members]
-    return ModelState("s0", "editor", learn_profile(lines), True, tolerance=learned_tolerance(lines))
+    return ModelState("s0", "editor", learn_profile(lines), True,
+                      tolerance=learned_tolerance(lines))
 
 
 def fp(lines: set[str]) -> Fingerprint:

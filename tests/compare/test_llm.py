@@ -7,9 +7,9 @@ import sys
 import time
 from pathlib import Path
 
+from devsets import REPO
 from llm_server import FakeLLMServer
 
-from devsets import REPO
 from trustlayer.compare.llm import LLMAnswer, LLMJudge
 from trustlayer.settings import LLMSettings
 
@@ -46,7 +46,8 @@ def test_no_answer(llm_server: FakeLLMServer) -> None:
     llm_server.behaviour = "different"
     answer = make_judge(llm_server).judge(LEFT, RIGHT, None, None)
     assert answer == LLMAnswer(False, "another file name", called=True)
-    assert not any(p["type"] == "image_url" for p in llm_server.requests[0]["messages"][1]["content"])
+    content = llm_server.requests[0]["messages"][1]["content"]
+    assert not any(p["type"] == "image_url" for p in content)
 
 
 def test_cache_serves_repeat_and_swapped_pair(llm_server: FakeLLMServer, tmp_path: Path) -> None:

@@ -25,7 +25,8 @@ def shot(index: int, jitter: int) -> str:
 
 
 def run_with_shots(run_id: str, jitter: int, extra_line: str | None = None):
-    texts = [t + (f"\n{extra_line}" if extra_line and i == 2 else "") for i, t in enumerate(SCREENS)]
+    texts = [t + (f"\n{extra_line}" if extra_line and i == 2 else "")
+             for i, t in enumerate(SCREENS)]
     events = events_for(run_id, texts)
     index = 0
     for event in events:

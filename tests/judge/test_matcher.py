@@ -10,7 +10,6 @@ from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 
 
-
 def model_with_negative():
     runs = [as_run(events_for(f"train-{n}", make_screens(n))) for n in range(3)]
     failed = as_run(events_for("failed-0", make_screens(0)[:2] + ["Error dialog\nServer said 500"],
@@ -31,7 +30,8 @@ def test_early_warning_when_a_later_state_comes_before_its_milestone():
     model = learn([as_run(events_for(f"train-{n}", make_screens(n))) for n in range(3)])
     screens = make_screens(4)
     matcher = Matcher(model)
-    seen = [matcher.feed(e).status for e in as_run(events_for("new", [screens[0], screens[2]])).events]
+    run = as_run(events_for("new", [screens[0], screens[2]]))
+    seen = [matcher.feed(e).status for e in run.events]
     assert "at_risk" in seen
     assert seen[-1] == "failed"
 

@@ -16,7 +16,8 @@ def run(run_id: str, command: str, report: str, files: dict[str, str] | None = N
     return tool_run(run_id, [
         ("", "", "Task: fix the parser bug", {"lib.py": "0" * 64}),
         ("edit_file", "", "Edited lib.py", fixed),
-        ("run_tests", command, f"$ {command}\n........ [100%]\n{report} in 0.52s\n[exit code 0]", fixed),
+        ("run_tests", command,
+         f"$ {command}\n........ [100%]\n{report} in 0.52s\n[exit code 0]", fixed),
         ("", "", "[session closed]", fixed)])
 
 
@@ -30,8 +31,10 @@ def test_shape_of_a_report_keeps_its_words():
 
 def test_the_report_asked_for_another_way_passes_with_a_note():
     model = learn(TRAINING)
-    report = next(s for s in model.transient if "X|[ exit code 0 ]" in model.states[s].profile.templates)
-    status = judge_run(model, run("targeted", "pytest -q tests/test_parser.py", "9 passed, 1 skipped"))
+    report = next(s for s in model.transient
+                  if "X|[ exit code 0 ]" in model.states[s].profile.templates)
+    status = judge_run(model, run("targeted", "pytest -q tests/test_parser.py",
+                                  "9 passed, 1 skipped"))
     assert status.verdict == "pass", status.reason
     assert status.warnings == [f"showed '{model.name(report)}' with other counts than every "
                                "successful run"]

@@ -79,7 +79,8 @@ def test_a_run_that_never_checks_its_edit_fails(cli_flag_model, tmp_path):
 
 def test_a_run_taking_lines_out_of_a_pinned_test_fails(cli_flag_model):
     # the test run's agent edited the test every successful run only added to
-    status = judge_run(cli_flag_model, read_run(CLI_FLAG / "test" / "slugify-cli-flag-test-04.jsonl"))
+    status = judge_run(cli_flag_model,
+                       read_run(CLI_FLAG / "test" / "slugify-cli-flag-test-04.jsonl"))
     assert status.verdict == "fail" and "out of tests/test_release.py" in status.reason
 
 

@@ -28,7 +28,8 @@ def test_alternative_routes_are_optional_and_convergence_is_essential():
 
 
 def test_retries_cycles_keep_the_milestones():
-    graph = merged_graph([["home", "dialog", "error", "dialog", "done"], ["home", "dialog", "done"]])
+    graph = merged_graph([["home", "dialog", "error", "dialog", "done"],
+                          ["home", "dialog", "done"]])
     assert essential_chain(graph) == ["home", "dialog", "done"]
 
 

@@ -92,7 +92,8 @@ def test_what_the_product_showed_on_its_own_is_no_lasting_step():
              ("save", f"{saved}\n{toast}")]]
     dismissed = [[(None, "Loading"), (None, f"{home}\n{toast}"), ("No", home), ("new", form),
                   ("save", saved)]]
-    training = [screens_run(f"train-{n}", steps) for n, steps in enumerate(kept * 2 + dismissed * 2)]
+    training = [screens_run(f"train-{n}", steps)
+                for n, steps in enumerate(kept * 2 + dismissed * 2)]
     model = learn(training)
     [with_toast] = [sid for sid in model.essential
                     if "X|Files" in model.states[sid].profile.templates

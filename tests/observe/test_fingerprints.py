@@ -2,9 +2,9 @@
 judging screens whose text decides them decodes none of those screens."""
 import io
 
+from devsets import EXAMPLES
 from PIL import Image
 
-from devsets import EXAMPLES
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
 from trustlayer.observe.fingerprints import fingerprint, image_signature

@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from devsets import EXAMPLES
+
 from trustlayer.cli import main
 from trustlayer.errors import TraceError
 from trustlayer.judge.matcher import judge_run

@@ -75,7 +75,8 @@ def test_screenshot_by_path_and_data_uri_are_read_lazily(tmp_path):
     shot = run.states[0].observation.screenshot
     assert shot._gray is None and shot.gray().size == (8, 8)
     uri = "data:image/png;base64," + base64.b64encode(png_bytes()).decode()
-    assert read_run(write(tmp_path, with_screenshot(uri), "r2.jsonl")).states[0].observation.screenshot
+    run = read_run(write(tmp_path, with_screenshot(uri), "r2.jsonl"))
+    assert run.states[0].observation.screenshot
 
 
 def test_a_run_from_stream_events_in_any_order():

@@ -68,7 +68,8 @@ def test_validate_sends_verdicts_to_an_otlp_http_receiver(tmp_path):
         receiver.server.shutdown()
     assert judged.returncode == 1, judged.stderr
     verdicts = {r["run_id"]: r for r in map(json.loads, judged.stdout.splitlines())}
-    traces = {run.run_id: run.end.meta["otel"]["trace_id"] for run in read_runs([tmp_path / "test"])}
+    traces = {run.run_id: run.end.meta["otel"]["trace_id"]
+              for run in read_runs([tmp_path / "test"])}
     events = receiver.events()
     assert set(events) == {"new-ok", "broken"} and len(receiver.records()) == 2
     for run_id, (attributes, record) in events.items():

@@ -15,7 +15,8 @@ from trustlayer.score.selfcheck import check
 
 # (failure F1, cause F1) floors per task, a little under what score.py measures (README)
 FLOORS = {"jupyter-dev": (0.95, 0.9), "coding-dev": (0.95, 0.9),
-          "coding-dev2/slugify-cli-flag": (0.93, 0.9), "coding-dev2/slugify-fix-regex-bug": (0.95, 0.9),
+          "coding-dev2/slugify-cli-flag": (0.93, 0.9),
+          "coding-dev2/slugify-fix-regex-bug": (0.95, 0.9),
           "datasette-dev/ds-countries-filter-count": (0.95, 0.75),
           "datasette-dev/ds-json-export-row": (0.95, 0.85),
           "django-dev/dj-rename-category": (0.95, 0.75), "django-dev/dj-search-open": (0.95, 0.9)}
@@ -55,7 +56,8 @@ def test_every_training_run_passes_and_reasons_name_milestones(dev_set):
     _, root, model = dev_set
     verdicts = judge_paths(model, [str(root / "train")], quiet=True)
     assert {v["verdict"] for v in verdicts} == {"pass"}
-    failing = [v for v in judge_paths(model, [str(root / "test")], quiet=True) if v["verdict"] == "fail"]
+    failing = [v for v in judge_paths(model, [str(root / "test")], quiet=True)
+               if v["verdict"] == "fail"]
     names = {model.name(s) for s in model.essential}
     ends = " or ".join(model.name(s) for s in model.accepting)
     for verdict in failing:
@@ -106,7 +108,8 @@ def test_cli_learn_validate_eval_show(tmp_path, capsys):
     model_path = tmp_path / "model.json"
     assert main(["-q", "learn", str(examples / "train"), "-o", str(model_path)]) == 0
     assert "self-check: 8/8" in capsys.readouterr().out
-    assert main(["-q", "validate", str(model_path), str(examples / "test"), "--format", "json"]) == 1
+    assert main(["-q", "validate", str(model_path), str(examples / "test"),
+                 "--format", "json"]) == 1
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {"run_id", "task", "verdict", "coverage", "reason", "cause", "missing", "warnings",
             "llm_calls"} <= set(lines[0])

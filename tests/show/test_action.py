@@ -4,7 +4,6 @@ virtualenv where the action's own install step installs trustlayer from a copy o
 source; the `uses:` steps (setup-python, upload-artifact) are GitHub's and only checked."""
 from __future__ import annotations
 
-from devsets import REPO
 import os
 import re
 import shutil
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from devsets import REPO
 
 ACTION = yaml.safe_load((REPO / "action.yml").read_text())
 EXAMPLE = REPO / "examples" / "jupyter"
@@ -89,8 +89,8 @@ class Runner:
 @pytest.fixture(scope="module")
 def runner(tmp_path_factory) -> Runner:
     """A fresh virtualenv (pip and the project's dependencies visible through a .pth file,
-    so nothing is downloaded but the build backend) in which the action's install step installs trustlayer
-    from a copy of the action's source, as a checkout of the action would be."""
+    so nothing is downloaded but the build backend) in which the action's install step
+    installs trustlayer from a copy of the action's source, as a checkout of the action would be."""
     base = tmp_path_factory.mktemp("action")
     source = base / "action-src"
     source.mkdir()
@@ -154,7 +154,8 @@ def test_fails_the_job_on_product_bugs_with_summary_junit_and_report(runner):
 
 
 def test_agent_stumbles_are_reported_without_failing_the_job(runner):
-    runs = " ".join(str(EXAMPLE / "test" / f"jl-save-textfile-test-{n}.jsonl") for n in ("05", "08"))
+    runs = " ".join(str(EXAMPLE / "test" / f"jl-save-textfile-test-{n}.jsonl")
+                    for n in ("05", "08"))
     steps = run_action(runner, model="model.json", runs=runs, junit="out/results.xml",
                        train=str(EXAMPLE / "train"))
     report = (runner.workspace / "trustlayer-report.html").read_text()
@@ -191,7 +192,8 @@ def test_one_judgement_and_python_set_up_before_any_pip():
         "actions/setup-python@"))
     first_pip = next(n for n, step in enumerate(steps) if "pip" in step.get("run", ""))
     assert setup < first_pip
-    assert ACTION["outputs"]["product-bugs"]["value"] == "${{ steps.validate.outputs.product-bugs }}"
+    assert ACTION["outputs"]["product-bugs"]["value"] == \
+        "${{ steps.validate.outputs.product-bugs }}"
 
 
 def test_example_workflow_uses_the_action_as_declared():

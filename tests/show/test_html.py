@@ -85,7 +85,8 @@ def test_report_is_self_contained(report):
         for name in ("src", "href"):
             value = attrs.get(name)
             if value is not None:
-                assert value.startswith(("data:", "#")), f"<{tag} {name}={value[:60]}> leaves the file"
+                assert value.startswith(("data:", "#")), \
+                    f"<{tag} {name}={value[:60]}> leaves the file"
     images = [a for t, a in page.tags if t in ("img", "image")]
     assert len(images) > 20 and all(
         (a.get("src") or a.get("href")).startswith("data:image/") for a in images)

@@ -30,8 +30,8 @@ from streamkit import (
     unique,
 )
 
-from stream.models.attest import KEYS_ENV, Signer
 from stream.commands.replay import inline_screenshot, read_events
+from stream.models.attest import KEYS_ENV, Signer
 
 FAILING, PASSING = "jl-save-textfile-test-11", "jl-save-textfile-test-05"
 

@@ -49,7 +49,8 @@ def test_product_bug_runs_bring_the_regression_alert_to_firing(kafka, tmp_path):
         wait_for(lambda: (prometheus.value(f"count_over_time({failed_series}[1m])") or 0) >= 2, 60,
                  "first scrapes of the worker", prometheus.log_path, worker.log)
         product_bugs = [run for run in example_events()
-                        if run[0]["run_id"] in ("jl-save-textfile-test-11", "jl-save-textfile-test-16")]
+                        if run[0]["run_id"] in ("jl-save-textfile-test-11",
+                                                "jl-save-textfile-test-16")]
         runs = [renamed(run, f"{prefix}-{k}-{run[0]['run_id']}") for k in range(3)
                 for run in product_bugs]
         publish_events(kafka.bootstrap, f"{prefix}.events", interleave(runs))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from stream.worker.checkpoint import Checkpoint
-from stream.models.registry import ModelRegistry
-from stream.judging.settings import WorkerSettings
+from streamkit import as_records, example_events, interleave, model
+
 from stream.judging.processor import StreamProcessor
 from stream.judging.records import DictStore
-from streamkit import as_records, example_events, interleave, model
+from stream.judging.settings import WorkerSettings
+from stream.models.registry import ModelRegistry
+from stream.worker.checkpoint import Checkpoint
 
 
 class SlowStore(DictStore):

@@ -1,4 +1,5 @@
-"""docker-compose.yml, deploy/Dockerfile and the Grafana files: structure checks (no Docker here)."""
+"""docker-compose.yml, deploy/Dockerfile and the Grafana files: structure checks (no Docker
+here)."""
 
 from __future__ import annotations
 
@@ -148,7 +149,8 @@ def test_prometheus_mounts_rules_and_scrapes_the_worker(compose):
     for rule_file in config["rule_files"]:
         assert (host / rule_file).is_file(), rule_file
     assert "alerts.yml" in config["rule_files"]
-    targets = [t for job in config["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]]
+    targets = [t for job in config["scrape_configs"] for sc in job["static_configs"]
+               for t in sc["targets"]]
     assert "worker:9108" in targets
 
 
@@ -214,8 +216,8 @@ def queries(dashboard: dict) -> list[tuple[str, str]]:
 
 def metric_names(expr: str) -> set[str]:
     names = set(re.findall(r"\btrustlayer_[a-z_]+", expr))
-    return {re.sub(r"_(bucket|sum|count)$", "", n) if n.startswith("trustlayer_verdict_latency") else n
-            for n in names}
+    return {re.sub(r"_(bucket|sum|count)$", "", n)
+            if n.startswith("trustlayer_verdict_latency") else n for n in names}
 
 
 def test_dashboard_parses_and_queries_use_worker_metrics(dashboard):

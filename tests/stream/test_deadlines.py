@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import copy
 
+from streamkit import as_records, batch_verdicts, example_events, finals, model
+
+from stream.judging.processor import StreamProcessor
+from stream.judging.records import DictStore
+from stream.judging.settings import WorkerSettings
+from stream.models.registry import ModelRegistry
 from trustlayer.judge.deadlines import DEADLINE_FLOOR, DEADLINE_MIN_OBSERVATIONS, deadline
 from trustlayer.judge.matcher import Matcher
 from trustlayer.observe.traces import parse_event
-
-from stream.models.registry import ModelRegistry
-from stream.judging.settings import WorkerSettings
-from stream.judging.processor import StreamProcessor
-from stream.judging.records import DictStore
-from streamkit import as_records, batch_verdicts, example_events, finals, model
 
 
 def with_timing(max_seconds: float, observations: int):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from streamkit import as_records, example_events, finals, model, renamed
 
-from stream.judging.settings import WorkerSettings
 from stream.judging.processor import StreamProcessor
 from stream.judging.records import DictStore
-from stream.models.registry import ModelRegistry
+from stream.judging.settings import WorkerSettings
 from stream.judging.silence import learned_silence
+from stream.models.registry import ModelRegistry
 
 PUB = 1_000_000.0
 

@@ -1,6 +1,7 @@
 """The worker's fetches on a real broker: gathered at the broker while records flow, sent to
-wait for the first record when the partitions are quiet (stream.worker.transport.pace_fetches), and
-not held by aiokafka's fetch loop after a fetch that brought nothing (stream.worker.transport.tune_fetcher)."""
+wait for the first record when the partitions are quiet (stream.worker.transport.pace_fetches),
+and not held by aiokafka's fetch loop after a fetch that brought nothing
+(stream.worker.transport.tune_fetcher)."""
 
 from __future__ import annotations
 

@@ -21,14 +21,14 @@ from streamkit import (
     renamed,
 )
 
+from stream.commands.replay import read_events
 from stream.deadletter import REASONS, Rejected, dead_letter
 from stream.judging.events import decode_event
-from stream.models.registry import ModelRegistry
-from stream.commands.replay import read_events
-from stream.kafka.clients import MAX_MESSAGE_BYTES
-from stream.judging.settings import WorkerSettings
 from stream.judging.processor import StreamProcessor
 from stream.judging.records import DictStore, Source
+from stream.judging.settings import WorkerSettings
+from stream.kafka.clients import MAX_MESSAGE_BYTES
+from stream.models.registry import ModelRegistry
 
 TASK = model().task
 

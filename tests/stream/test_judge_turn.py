@@ -1,7 +1,7 @@
 """The judge hands the event loop a turn within :data:`stream.worker.runtime.JUDGE_TURN` seconds
 (the consumer's heartbeats and fetches run in that loop): a batch is judged until its turn
-ends, and the records not judged yet wait first in line for the next turn, as do those of a partition
-whose record's screenshot is still decoding."""
+ends, and the records not judged yet wait first in line for the next turn, as do those of a
+partition whose record's screenshot is still decoding."""
 from __future__ import annotations
 
 import asyncio

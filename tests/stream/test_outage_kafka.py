@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import time
 
+from streamkit import (
+    Worker,
+    all_final,
+    all_seen,
+    await_topic,
+    example_events,
+    publish_events,
+    renamed,
+    setup,
+    unique,
+)
+
 from stream.kafka.broker import EmbeddedKafka
-from streamkit import Worker, all_final, all_seen, await_topic, example_events, publish_events, \
-    renamed, setup, unique
 
 OUTAGE = 40.0  # longer than the shortest deadline (30 s)
 

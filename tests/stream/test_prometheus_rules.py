@@ -87,7 +87,8 @@ def test_real_prometheus_fires_regression_alerts(tmp_path):
     TaskFailureRateAboveBaseline to `firing` (no `for:` on them, default baseline)."""
     registry = CollectorRegistry()
     runs = Counter("trustlayer_runs_total", "runs", ["task", "status"], registry=registry)
-    causes = Counter("trustlayer_failure_causes_total", "causes", ["task", "cause"], registry=registry)
+    causes = Counter("trustlayer_failure_causes_total", "causes", ["task", "cause"],
+                     registry=registry)
     for status in ("passed", "failed"):  # series start at 0, so the first failures count
         runs.labels("checkout", status)
     causes.labels("checkout", "product_bug")
@@ -97,7 +98,8 @@ def test_real_prometheus_fires_regression_alerts(tmp_path):
 
     def scraped_zeroes() -> bool:  # the counters' 0 was scraped, so every failure counts
         data = prometheus.api("query?query=count_over_time(trustlayer_runs_total%5B1m%5D)")
-        return bool(data and data["result"] and min(float(r["value"][1]) for r in data["result"]) >= 2)
+        return bool(data and data["result"]
+                    and min(float(r["value"][1]) for r in data["result"]) >= 2)
 
     wanted = {"ProductBugFailuresRising", "TaskFailureRateAboveBaseline"}
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from streamkit import TEST, RUNNER_KEYS, attested, drop_state, model, relabel, train_runs
+from streamkit import RUNNER_KEYS, TEST, attested, drop_state, model, relabel, train_runs
 
 from stream.models.refine import Refiner, bypassed_milestones, is_success
 from stream.models.registry import ModelRegistry, decode_model, encode_model, milestone_diff

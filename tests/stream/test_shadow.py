@@ -13,12 +13,12 @@ from streamkit import (
     train_runs,
 )
 
-from stream.judging.settings import WorkerSettings
+from stream.commands.replay import inline_screenshot
 from stream.judging.processor import StreamProcessor
 from stream.judging.records import DictStore
+from stream.judging.settings import WorkerSettings
 from stream.models.refine import Refiner
 from stream.models.registry import ModelRegistry
-from stream.commands.replay import inline_screenshot
 
 SID = model().essential[1]
 

@@ -10,11 +10,11 @@ import pytest
 from brokenimages import BREAKAGES, BROKEN_SEQ, broken_run
 from streamkit import as_records, batch_verdicts, example_events, finals, model, renamed
 
-from stream.judging.settings import WorkerSettings
+from stream.commands.replay import read_events
 from stream.judging.processor import StreamProcessor
 from stream.judging.records import DictStore, Output, Source
+from stream.judging.settings import WorkerSettings
 from stream.models.registry import ModelRegistry
-from stream.commands.replay import read_events
 from trustlayer.judge.matcher import judge_run
 from trustlayer.observe.traces import read_run
 

@@ -13,8 +13,9 @@ from stream.kafka.processes import free_port, stop_process
 from stream.worker.supervise import CHILD_ENV, RESTART, supervise
 
 #: a child that asks for a restart twice (as a stalled worker does), then ends for good (2)
-STALLS_TWICE = ("import os, sys; n = int(os.environ['%s']); print('child', n, flush=True); "
-                "sys.exit(%d if n < 2 else 2)" % (CHILD_ENV, RESTART))
+STALLS_TWICE = (f"import os, sys; n = int(os.environ['{CHILD_ENV}']); "
+                "print('child', n, flush=True); "
+                f"sys.exit({RESTART} if n < 2 else 2)")
 
 
 def test_a_stalled_child_is_started_again_and_knows_the_stalls_before_it(capfd):
@@ -34,7 +35,8 @@ def test_a_child_stopped_alone_is_started_again():
     worker is started again instead of the whole command ending (issue 29)."""
     code = ("import os, signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0));"
             f" print(os.getpid(), os.environ['{CHILD_ENV}'], flush=True); time.sleep(60)")
-    parent = subprocess.Popen([sys.executable, "-c", "import sys; from stream.worker.supervise import "
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; "
+                               "from stream.worker.supervise import "
                                f"supervise; sys.exit(supervise([sys.executable, '-c', {code!r}]))"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -53,7 +55,8 @@ def test_sigterm_reaches_the_child_and_ends_the_supervisor():
     """`trustlayer worker` stopped by SIGTERM (docker stop, the demo): the child gets it."""
     code = ("import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); "
             "print('up', flush=True); time.sleep(60)")
-    parent = subprocess.Popen([sys.executable, "-c", "import sys; from stream.worker.supervise import "
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; "
+                               "from stream.worker.supervise import "
                                f"supervise; sys.exit(supervise([sys.executable, '-c', {code!r}]))"],
                               stdout=subprocess.PIPE, text=True)
     try:

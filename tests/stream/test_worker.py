@@ -105,8 +105,12 @@ def test_duplicates_and_reordering_within_the_window_give_the_in_order_verdicts(
     p = processor(reorder_window=8)
     out = p.process_batch(as_records(interleave(runs)))
     same_as_batch(finals(out.verdicts))
-    in_order = processor().process_batch(as_records(interleave([list(r) for r in example_events()])))
-    statuses = lambda o: sorted((rid, r["status"], r["final"], r["reason"]) for rid, r in o.verdicts)
+    in_order = processor().process_batch(
+        as_records(interleave([list(r) for r in example_events()])))
+
+    def statuses(o):
+        return sorted((rid, r["status"], r["final"], r["reason"]) for rid, r in o.verdicts)
+
     assert statuses(out) == statuses(in_order)
 
 
@@ -166,7 +170,7 @@ def test_bad_records_go_to_the_dlq_with_their_reason_and_processing_goes_on(tmp_
     p = processor(images_dir=images)
     out = p.process_batch(records)
     assert [r["reason"] for _, r in out.dlq] == [reason for _, _, reason in bad]
-    for (_, record), (key, value, _) in zip(out.dlq, bad):
+    for (_, record), (_, value, _) in zip(out.dlq, bad):
         assert record["offset"] >= 0 and record["error"]
         assert record.get("value", "").encode() == value or \
             base64.b64decode(record["value_base64"]) == value
@@ -256,7 +260,10 @@ def test_verdicts_known_delivered_are_not_sent_again_after_a_restart():
     first.delivered(delivered)
     first.flush()
     again = processor(store).process_batch(records).verdicts
-    ids = lambda verdicts: sorted(json.dumps(r, sort_keys=True) for _, r in verdicts)
+
+    def ids(verdicts):
+        return sorted(json.dumps(r, sort_keys=True) for _, r in verdicts)
+
     assert ids(again) == ids(unconfirmed)
 
 

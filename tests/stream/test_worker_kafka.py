@@ -12,8 +12,6 @@ import sys
 import time
 import urllib.request
 
-from trustlayer.judge.deadlines import DEADLINE_FLOOR
-
 from finals import check_finals, copies, halves
 from streamkit import (
     EXAMPLES,
@@ -39,6 +37,7 @@ from streamkit import (
 
 from stream.commands.demo import ready_partitions
 from stream.kafka.processes import free_port
+from trustlayer.judge.deadlines import DEADLINE_FLOOR
 
 
 def trustlayer(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -194,7 +193,7 @@ def test_hot_swap_refinement_rollback_and_history(kafka, tmp_path):
     port = free_port()
     worker = Worker(kafka.bootstrap, prefix, unique("swap"), models, tmp_path / "w.log",
                     "--train", str(TRAIN), "--metrics-port", str(port))
-    decode = lambda value: json.loads(value)
+    decode = json.loads
     try:
         worker.wait_ready()
         publish_events(kafka.bootstrap, topics.events, under_way[:5])
@@ -207,7 +206,8 @@ def test_hot_swap_refinement_rollback_and_history(kafka, tmp_path):
         publish_events(kafka.bootstrap, topics.events, under_way[5:] + later)
         values = await_topic(kafka.bootstrap, topics.verdicts,
                              all_final([under_way, later, success]), worker, timeout=60)
-        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
+            metrics = page.read().decode()
     finally:
         worker.stop()
     refined = next(m for m in versions if m["version"] == 2)

@@ -69,7 +69,8 @@ def test_a_killed_worker_restarts_and_every_run_gets_one_final_verdict(kafka, tm
         worker.kill()
         publish_events(kafka.bootstrap, topics.events, second[len(second) // 2:])
         before = read_topic(kafka.bootstrap, topics.verdicts, lambda v: False, timeout=1)
-        open_before = len({v["run_id"] for v in before} - {v["run_id"] for v in before if v["final"]})
+        open_before = len({v["run_id"] for v in before}
+                          - {v["run_id"] for v in before if v["final"]})
         assert open_before > 0, "every run was final before the worker was killed"
         worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w2.log")
         ready = worker.wait_ready(timeout=90)

@@ -16,9 +16,10 @@ Tiers, cheapest first; each decision keeps the tier that decided and its evidenc
 from __future__ import annotations
 
 import io
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Collection, Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image

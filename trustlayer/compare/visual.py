@@ -6,7 +6,7 @@ a spinner): it is learned from the training runs, and those pixels are ignored.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from skimage.metrics import structural_similarity

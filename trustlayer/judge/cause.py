@@ -19,13 +19,14 @@ The rule, walking the run from the last milestone it reached:
   runs take too, the product never showed anything they saw (a page that never loads);
   *agent_error* when the run ended the way successful runs end but skipped a step they
   all take; *product_bug* when the agent took the step successful runs take from its
-  last state to another and the product showed that state again; *product_bug* when it stalled in a state that successful runs only ever
-  left through the product's own change (a save that never completes); *agent_error*
-  when the agent stopped where successful runs went on with an action.
+  last state to another and the product showed that state again; *product_bug* when it
+  stalled in a state that successful runs only ever left through the product's own change
+  (a save that never completes); *agent_error* when the agent stopped where successful runs
+  went on with an action.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from trustlayer.graph_marks import SUCCESS
 from trustlayer.judge.history import Observed
@@ -173,8 +174,9 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
             continue
         unusual = _unusual(model, position, known, here)
         if unusual:
-            return (f"{reason}: the agent {in_words(unusual[0])}, which successful runs never do at "
-                    f"this point, and the run showed {_shown(model, history[k:])}", AGENT_ERROR)
+            return (f"{reason}: the agent {in_words(unusual[0])}, which successful runs never "
+                    f"do at this point, and the run showed {_shown(model, history[k:])}",
+                    AGENT_ERROR)
         entered = _entered(here, history[:k + 1], history[start + 1:k + 1],
                            _usual(model, position, known))
         if entered:

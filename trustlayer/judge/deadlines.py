@@ -2,7 +2,6 @@
 successful runs' timing (the stream's timer, :meth:`trustlayer.judge.matcher.Matcher.tick`)."""
 from __future__ import annotations
 
-
 #: A deadline needs this many timed observations from successful runs (fewer: none).
 DEADLINE_MIN_OBSERVATIONS = 3
 #: No deadline is shorter than this many seconds, whatever the successful runs took.

@@ -3,8 +3,9 @@ the divergence point of a failed run, the milestone it missed and where, and the
 equivalence decisions a person may doubt. No HTML: :mod:`trustlayer.show.html` draws it."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from trustlayer.compare.equivalence import Decision, judge
 from trustlayer.compare.index import StateIndex

@@ -8,7 +8,8 @@ written before a field was added: it takes its default).
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 
 class Observed(NamedTuple):

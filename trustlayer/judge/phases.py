@@ -14,8 +14,8 @@ placed: "in phase 'Saving completed' after 'hello world'" (:func:`where`).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from trustlayer.graph_marks import START
 from trustlayer.judge.history import Observed

@@ -6,8 +6,9 @@ made), ``trustlayer validate --format json`` and the demo (:data:`VALIDATE_FIELD
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from trustlayer.errors import cut
 

@@ -8,8 +8,8 @@ distinct states), which keeps a "typed" and a "saved" screen apart however alike
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import combinations
-from typing import Sequence
 
 from trustlayer.compare.visual import hamming
 from trustlayer.observe.fingerprints import Fingerprint

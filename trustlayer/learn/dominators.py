@@ -6,7 +6,7 @@ optional (spinners, toasts, detours, alternative routes).
 """
 from __future__ import annotations
 
-from typing import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 import networkx as nx
 
@@ -59,7 +59,8 @@ def unroll_visits(path: Sequence[str]) -> list[str]:
 def convergence_points(graph: nx.DiGraph) -> list[str]:
     """States where different routes meet again: two or more predecessors (first visits).
 
-    >>> convergence_points(merged_graph([["home", "menu", "editor"], ["home", "palette", "editor"]]))
+    >>> convergence_points(merged_graph([["home", "menu", "editor"],
+    ...                                  ["home", "palette", "editor"]]))
     ['editor']
     """
     return sorted(str(node) for node in graph if node not in (START, SUCCESS)

@@ -36,7 +36,7 @@ Each read from the training data, never from rules about one application:
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.context import context_lines

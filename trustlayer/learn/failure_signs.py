@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from trustlayer.learn.evidence import place_lines
 from trustlayer.observe.canonical import PLACE_PREFIXES

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import statistics
 from collections import Counter, defaultdict
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -98,8 +98,8 @@ def _not_evidence(steps: Sequence[Step], index: int, last_lines: frozenset[str])
 def _interruptions(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> list[str]:
     """Essential states that are interruptions in every successful run: they add content
     on top of the previous screen, keeping (nearly) all of its text, and what they added
-    is gone again later in the run (a dialog, a menu, a toast; not a tool output that replaces the last). Runs may skip them; what they lead to is checked by the next
-    milestone."""
+    is gone again later in the run (a dialog, a menu, a toast; not a tool output that replaces
+    the last). Runs may skip them; what they lead to is checked by the next milestone."""
     soft = []
     for state_id in essential:
         verdicts = []
@@ -157,7 +157,8 @@ def _edges(paths: dict[str, list[tuple[str, Step]]]) -> list[dict]:
              "runs": len(runs[(s, t)])} for s, t in sorted(runs)]
 
 
-def _segment_actions(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> list[list[str]]:
+def _segment_actions(essential: list[str],
+                     paths: dict[str, list[tuple[str, Step]]]) -> list[list[str]]:
     """For each gap between milestones (before the first, after each), the action
     signatures successful runs used there."""
     segments: list[set[str]] = [set() for _ in range(len(essential) + 1)]
@@ -321,7 +322,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                   warnings=warnings,
                   required_outputs=required_outputs(learned_from),
                   required_removals=required_removals(learned_from),
-                  nearest_milestone=_nearest_essential(idom, essential), timing=_timing(essential, paths),
+                  nearest_milestone=_nearest_essential(idom, essential),
+                  timing=_timing(essential, paths),
                   segment_actions=_segment_actions(essential, paths),
                   convergence=convergence_points(graph),
                   training_runs=run_ids, settings=settings, end_evidence=evidence_of_ends,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from trustlayer.model import ModelState
 from trustlayer.observe.canonical import PLACE_PREFIXES, TOKEN, tokens

@@ -6,7 +6,7 @@ one template with wildcards there; a template every member shows is salient.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from trustlayer.observe.canonical import content_lines
 from trustlayer.observe.templates import (

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 from itertools import compress
-from typing import Iterable
 
 from trustlayer.observe.canonical import content_lines, mask
 from trustlayer.observe.traces import Action

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from trustlayer.observe.canonical import mask
 from trustlayer.observe.context import file_facts

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import base64
 import operator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 import imagehash
 import numpy as np
@@ -40,7 +40,7 @@ class _Signed:
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
-    def __get__(self, fp: "Fingerprint | None", owner: type | None = None) -> object:
+    def __get__(self, fp: Fingerprint | None, owner: type | None = None) -> object:
         if fp is None:
             return None  # the dataclass field's default
         value = fp.__dict__[self.name]
@@ -50,7 +50,7 @@ class _Signed:
             value = fp.__dict__[self.name]
         return value
 
-    def __set__(self, fp: "Fingerprint", value: object) -> None:
+    def __set__(self, fp: Fingerprint, value: object) -> None:
         fp.__dict__[self.name] = value
 
 
@@ -94,7 +94,7 @@ class Fingerprint:
                 "title": self.title, "label": self.label}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Fingerprint":
+    def from_json(cls, data: dict) -> Fingerprint:
         return cls(frozenset(data["lines"]), data.get("image_sha"),
                    None if data.get("phash") is None else int(data["phash"], 16),
                    None if data.get("thumbnail") is None else base64.b64decode(data["thumbnail"]),

@@ -124,7 +124,8 @@ def load_image(ref: str, base_dir: Path | None, settings: Settings, source: str,
     if ref.startswith("data:"):
         header, _, payload = ref.partition(",")
         if not header.startswith("data:image/") or not header.endswith(";base64"):
-            raise TraceError("screenshot data URI must be 'data:image/...;base64,...'", source, line)
+            raise TraceError("screenshot data URI must be 'data:image/...;base64,...'", source,
+                             line)
         if len(payload) // 4 * 3 > settings.max_image_bytes:
             raise TraceError(f"screenshot data URI holds about {len(payload) // 4 * 3} bytes, "
                              f"over the limit of {settings.max_image_bytes} (setting "

@@ -11,10 +11,10 @@ bits of its lines. The answers are those each profile gives alone.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from operator import or_
-from typing import Iterable, Sequence
 
 from trustlayer.observe.templates import (
     WILDCARD,

@@ -11,9 +11,10 @@ Nothing here knows about any particular application: the variation is learned
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from trustlayer.observe.canonical import tokens
 
@@ -276,7 +277,7 @@ class Profile:
     def salient_templates(self) -> list[str]:
         return [t for t, s in zip(self.templates, self.salient) if s]
 
-    def with_optional(self, templates: Iterable[str]) -> "Profile":
+    def with_optional(self, templates: Iterable[str]) -> Profile:
         """This profile with `templates` (rendered) added as optional ones, those that no
         template of it explains already (a line is explained by one template: the one
         it has, which may be salient).
@@ -291,5 +292,5 @@ class Profile:
         return {"templates": self.templates, "salient": self.salient}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Profile":
+    def from_json(cls, data: dict) -> Profile:
         return cls(list(data["templates"]), list(data["salient"]))

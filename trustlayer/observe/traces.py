@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from trustlayer.errors import TraceError
 from trustlayer.observe.canonical import mask
@@ -211,7 +212,8 @@ def _parse_observation(obj: Any, base_dir: Path | None, settings: Settings, sour
         screenshot_print=None if printed is None else
         parse_screenshot_print(printed, settings, source, line),
         text=_optional_str(obj, "text", source, line), a11y=a11y,
-        url=_optional_str(obj, "url", source, line), title=_optional_str(obj, "title", source, line),
+        url=_optional_str(obj, "url", source, line),
+        title=_optional_str(obj, "title", source, line),
         files=files, label=_optional_str(obj, "label", source, line),
         network=parse_network(obj.get("network"), source, line),
         extra={k: v for k, v in obj.items() if k not in known})
@@ -292,7 +294,8 @@ def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int 
     if kind == "end":
         outcome = _require(obj, "outcome", str, source, line)
         if outcome not in OUTCOMES:
-            raise TraceError(f"outcome '{outcome}' is not one of {', '.join(OUTCOMES)}", source, line)
+            raise TraceError(f"outcome '{outcome}' is not one of {', '.join(OUTCOMES)}", source,
+                             line)
         self_report = _optional_str(obj, "self_report", source, line)
         if self_report is not None and self_report not in SELF_REPORTS:
             raise TraceError(f"self_report '{self_report}' is not success or failure", source, line)

@@ -25,8 +25,9 @@ EVALUATION_NAME = "trustlayer.verdict"
 def verdict_attributes(record: Mapping[str, Any]) -> dict[str, Any]:
     """The event's attributes for one verdict record (``validate --format json``).
 
-    >>> verdict_attributes({"run_id": "r1", "task": "t", "verdict": "fail", "coverage": 0.5,
-    ...                     "reason": "never saved", "cause": "agent_error"})["gen_ai.evaluation.score.label"]
+    >>> attributes = verdict_attributes({"run_id": "r1", "task": "t", "verdict": "fail",
+    ...     "coverage": 0.5, "reason": "never saved", "cause": "agent_error"})
+    >>> attributes["gen_ai.evaluation.score.label"]
     'fail'
     """
     attributes = {"gen_ai.evaluation.name": EVALUATION_NAME,

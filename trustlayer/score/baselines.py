@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Callable, Sequence
 
 import numpy as np
 from PIL import Image

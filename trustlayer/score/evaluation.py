@@ -231,7 +231,8 @@ def cmd_eval(args: Any) -> int:
         model = load_model(args.model, "trustlayer eval MODEL.json DIR")
         references: list[Run] = []
         if args.baselines:
-            train = Path(args.reference) if args.reference else Path(args.directory).parent / "train"
+            train = Path(args.reference) if args.reference \
+                else Path(args.directory).parent / "train"
             if not train.is_dir():
                 raise UsageError(f"{train}: no reference runs for the baselines; give "
                                  "--reference TRAIN_DIR (the successful runs the model was "

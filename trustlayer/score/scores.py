@@ -2,8 +2,9 @@
 caught, agent_error is the positive class of the cause score."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 
 def f1_score(tp: int, fp: int, fn: int) -> tuple[float, float, float]:

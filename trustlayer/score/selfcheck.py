@@ -14,8 +14,8 @@ screenshot say nothing of a new run's, which may be re-encoded, in another theme
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 from trustlayer.judge.matcher import judge_run
 from trustlayer.judge.status import Status

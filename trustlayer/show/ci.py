@@ -8,8 +8,9 @@ import json
 import re
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 FAIL_ON = ("any", "product_bug")
 #: Characters XML 1.0 does not allow (a run id or reason may hold them): shown as ``\xNN``.

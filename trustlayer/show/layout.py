@@ -12,8 +12,8 @@ predecessors (a few sweeps), which keeps alternative routes from crossing much.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Sequence
 
 from trustlayer.graph_marks import START, SUCCESS
 
@@ -84,11 +84,12 @@ def _order_rows(columns: dict[int, list[str]], forward: Sequence[tuple[str, str]
     predecessors: dict[str, list[str]] = defaultdict(list)
     for source, target in forward:
         predecessors[target].append(source)
-    rows = {c: sorted(nodes, key=lambda n: (n not in pinned, _rank(n))) for c, nodes in columns.items()}
+    rows = {c: sorted(nodes, key=lambda n: (n not in pinned, _rank(n)))
+            for c, nodes in columns.items()}
     for _ in range(SWEEPS):
         slot = {node: i for nodes in rows.values() for i, node in enumerate(nodes)}
         for column in sorted(rows):
-            def barycentre(node: str) -> float:
+            def barycentre(node: str, slot: dict[str, int] = slot) -> float:
                 seen = [slot[p] for p in predecessors[node] if p in slot]
                 return sum(seen) / len(seen) if seen else slot[node]
             rows[column] = sorted(rows[column], key=lambda n: (n not in pinned, barycentre(n),

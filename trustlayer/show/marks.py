@@ -3,7 +3,7 @@ a state's kind, the convergence points, exemplar thumbnails and canonical lines 
 person reads them."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from PIL import Image
 

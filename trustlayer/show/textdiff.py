@@ -52,8 +52,11 @@ def word_diff(expected: str, shown: str) -> list[tuple[str, list[tuple[str, str]
     """Two lines as rows of (kind, text) parts, compared word by word with their spaces:
     words only the expected line has are ``del``, words only the shown line has ``ins``.
 
-    >>> word_diff("hello world", "hello word")
-    [('expected', [('same', 'hello '), ('del', 'world')]), ('showed', [('same', 'hello '), ('ins', 'word')])]
+    >>> expected, showed = word_diff("hello world", "hello word")
+    >>> expected
+    ('expected', [('same', 'hello '), ('del', 'world')])
+    >>> showed
+    ('showed', [('same', 'hello '), ('ins', 'word')])
     """
     old, new = PIECE.findall(expected), PIECE.findall(shown)
     rows: tuple[list, list] = ([], [])

@@ -19,8 +19,8 @@ if marker:
         return wrapped
 
     if os.environ.get("TRUSTLAYER_TEST_FAULT_IN") == "refine":
-        stream.worker.training.TrainingRuns.refine = failing_once(stream.worker.training.TrainingRuns.refine,
-                                                           lambda message: True)
+        runs = stream.worker.training.TrainingRuns
+        runs.refine = failing_once(runs.refine, lambda message: True)
     else:
         stream.worker.runtime.Outlets.send = failing_once(stream.worker.runtime.Outlets.send,
                                                    lambda out: bool(out.verdicts))
