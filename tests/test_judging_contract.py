@@ -20,6 +20,7 @@ from stream.judging.records import DictStore, Source
 from stream.judging.settings import WorkerSettings
 from stream.models.registry import ModelRegistry
 from trustlayer.judge.matcher import Matcher, judge_run
+from trustlayer.judge.resume import restore, snapshot
 from trustlayer.judge.status import Status
 from trustlayer.learn.learner import learn
 from trustlayer.model import Model
@@ -46,7 +47,7 @@ def restored_at_every_event(model: Model, test: Path) -> Verdicts:
     for run in read_runs([test]):
         matcher = Matcher(model)
         for event in run.events:
-            matcher = Matcher.restore(model, json.loads(json.dumps(matcher.snapshot())))
+            matcher = restore(model, json.loads(json.dumps(snapshot(matcher))))
             matcher.feed(event)
         verdicts[run.run_id] = final(matcher.status)
     return verdicts

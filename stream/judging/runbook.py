@@ -18,6 +18,7 @@ from stream.judging.records import Output, RunRecord, Store
 from stream.models.registry import ModelRegistry
 from trustlayer.compare.llm import LLMJudge, judge_for
 from trustlayer.judge.matcher import Matcher
+from trustlayer.judge.resume import restore, snapshot
 from trustlayer.model import Model
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ class RunBook:
         matcher = self.matchers.get(rec.run_id)
         if matcher is None:
             model = self.model(rec)
-            matcher = (Matcher.restore(model, rec.snapshot, self._judge(model))
+            matcher = (restore(model, rec.snapshot, self._judge(model))
                        if rec.snapshot else Matcher(model, self._judge(model)))
             self.matchers[rec.run_id] = matcher
         return matcher
@@ -80,7 +81,7 @@ class RunBook:
                 continue
             matcher = self.matchers.get(run_id)
             if matcher is not None:
-                rec.snapshot = matcher.snapshot()
+                rec.snapshot = snapshot(matcher)
             self.store.put(run_id, rec.partition, rec.encode())
 
     def delivered(self, verdicts: Iterable[tuple[str, dict]]) -> None:

@@ -6,6 +6,7 @@ from devsets import REPO, SHARED
 from tracegen import as_run, events_for, make_screens
 
 from trustlayer.judge.matcher import Matcher, judge_run
+from trustlayer.judge.resume import restore, snapshot
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 
@@ -57,7 +58,7 @@ def test_snapshot_restore_resumes_mid_run():
     first = Matcher(model)
     for event in events[:5]:
         first.feed(event)
-    resumed = Matcher.restore(model, json.loads(json.dumps(first.snapshot())))
+    resumed = restore(model, json.loads(json.dumps(snapshot(first))))
     for event in events[5:]:
         status = resumed.feed(event)
     assert status.to_json() == whole.to_json()
@@ -85,10 +86,10 @@ def test_a_run_restored_at_every_event_gets_the_batch_status(task):
     for run in read_runs([task / "test"]):
         restored, whole = Matcher(model), Matcher(model)
         for event in run.events:
-            restored = Matcher.restore(model, json.loads(json.dumps(restored.snapshot())))
+            restored = restore(model, json.loads(json.dumps(snapshot(restored))))
             restored.feed(event)
             whole.feed(event)
-            assert restored.snapshot() == whole.snapshot(), (run.run_id, event.seq)
+            assert snapshot(restored) == snapshot(whole), (run.run_id, event.seq)
         if run.end is None:
             restored.close(run.events[-1].seq)
         assert restored.status.to_json() == judge_run(model, run).to_json(), run.run_id
@@ -105,9 +106,9 @@ def test_snapshots_written_by_older_versions_still_restore():
         for old_form in old_forms:
             matcher = Matcher(model)
             for event in run.events:
-                snapshot = json.loads(json.dumps(matcher.snapshot()))
-                snapshot["history"] = [old_form(row) for row in snapshot["history"]]
-                matcher = Matcher.restore(model, snapshot)
+                saved = json.loads(json.dumps(snapshot(matcher)))
+                saved["history"] = [old_form(row) for row in saved["history"]]
+                matcher = restore(model, saved)
                 matcher.feed(event)
             if run.end is None:
                 matcher.close(run.events[-1].seq)

@@ -9,6 +9,7 @@ from devsets import SHARED
 from tracegen import tool_run
 
 from trustlayer.judge.matcher import Matcher, judge_run
+from trustlayer.judge.resume import restore, snapshot
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_run, read_runs
 
@@ -99,7 +100,7 @@ def test_signs_survive_a_snapshot(cli_flag_model):
     matcher = Matcher(cli_flag_model)
     for event in run.events[:-1]:
         matcher.feed(event)
-    resumed = Matcher.restore(cli_flag_model, json.loads(json.dumps(matcher.snapshot())))
+    resumed = restore(cli_flag_model, json.loads(json.dumps(snapshot(matcher))))
     assert resumed.feed(run.events[-1]).verdict == "fail"
 
 

@@ -8,6 +8,7 @@ tiers of :mod:`trustlayer.compare.equivalence` then verify the few candidates.
 """
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 
 from trustlayer.compare.visual import hamming
@@ -147,10 +148,16 @@ class StateIndex:
         return exact | {sid for sid in found if not required.get(sid, 0) & ~shown}
 
 
+#: Each live model's index, by the model's id: kept here, not on the model (a model holds
+#: what was learned, no caches), and dropped when the model is.
+_INDEXES: dict[int, StateIndex] = {}
+
+
 def index_of(model: Model) -> StateIndex:
     """The model's index, built once per model (and again if states were added)."""
-    index = getattr(model, "_state_index", None)
+    index = _INDEXES.get(id(model))
     if index is None or index.size != len(model.states):
-        index = StateIndex(model)
-        model._state_index = index
+        if index is None:
+            weakref.finalize(model, _INDEXES.pop, id(model), None)
+        index = _INDEXES[id(model)] = StateIndex(model)
     return index

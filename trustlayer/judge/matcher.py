@@ -12,27 +12,28 @@ counts (as a sign). The batch validator is a loop over
 """
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
-
-from trustlayer.compare.equivalence import (at_an_end_place, ends_like_success, judge,
-                                            like_in_shape, typed_tokens)
+from trustlayer.compare.equivalence import (
+    at_an_end_place,
+    ends_like_success,
+    judge,
+    like_in_shape,
+    typed_tokens,
+)
 from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.judge.cause import explain_failure
+from trustlayer.judge.deadlines import overdue
 from trustlayer.judge.faults import feed_checked
-from trustlayer.judge.deadlines import deadline
-from trustlayer.judge.history import Observed, row_of
+from trustlayer.judge.history import Observed
 from trustlayer.judge.signs import FailureWatch
 from trustlayer.judge.status import AT_RISK, FAILED, PASSED, RUNNING, Status
 from trustlayer.learn.evidence import output_call
 from trustlayer.model import Model
 from trustlayer.observe.canonical import shows
-from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.steps import Step, StepBuilder, action_signatures
-from trustlayer.observe.traces import Action, Event, Observation, Run
+from trustlayer.observe.traces import Event, Observation, Run
 
 
 class Matcher:
@@ -63,6 +64,13 @@ class Matcher:
         self.status: Status | None = None  # the run's status after the last event fed
 
     @property
+    def current(self) -> Status:
+        """The run's status: made by :meth:`feed` from the first event, before anything else."""
+        if self.status is None:
+            raise RuntimeError("no event of the run was fed yet")
+        return self.status
+
+    @property
     def typed_words(self) -> frozenset[str]:
         """The words of the texts the agent typed: its own choice, no news when shown."""
         return frozenset(t for text in self.typed for t in text if t.isalpha() and len(t) > 2)
@@ -70,7 +78,7 @@ class Matcher:
     def _llm_for_run(self) -> LLMJudge | None:
         if self.llm is None or not self.model.settings.llm.enabled:
             return None
-        if self.status.llm_calls >= self.model.settings.llm.max_calls_per_run:
+        if self.current.llm_calls >= self.model.settings.llm.max_calls_per_run:
             return None
         return self.llm
 
@@ -85,7 +93,7 @@ class Matcher:
             decision = judge(self.model, step.fingerprint, sid, llm, only_same=True,
                              own_words=self.typed_words, typed=self.typed)
             if decision.evidence.get("llm_called"):
-                self.status.llm_calls += 1
+                self.current.llm_calls += 1
             if decision.same:
                 found.append(sid)
         return found
@@ -96,23 +104,25 @@ class Matcher:
             self.status = Status(event.run_id, event.task, model_version=self.model.version,
                                 missing=[self.model.name(s) for s in self.model.essential])
             self.start_ts = event.ts
-        self.status.event_ts = event.ts
-        if self.status.final:
-            return self.status
-        if event.kind == "action" and event.action.value is not None \
-                and (call := output_call(event.action)) in self.model.required_outputs:
-            self.outputs[call] = event.action.value
-            self.outputs_shown[call] = shows(self.builder.previous_lines, event.action.value)
+        status = self.current
+        status.event_ts = event.ts
+        if status.final:
+            return status
+        action = event.action if event.kind == "action" else None
+        if action is not None and action.value is not None \
+                and (call := output_call(action)) in self.model.required_outputs:
+            self.outputs[call] = action.value
+            self.outputs_shown[call] = shows(self.builder.previous_lines, action.value)
             self.expected_shown[call] = shows(self.builder.previous_lines,
                                               self.model.required_outputs[call])
         before = self.builder.previous_lines
-        if event.kind == "action" and event.action.type == "type" and event.action.value:
+        if action is not None and action.type == "type" and action.value:
             # words the agent chose (a description it added) are no news when shown again
-            text = typed_tokens(event.action.value)
+            text = typed_tokens(action.value)
             if sum(token.isalpha() for token in text) > 1:  # a phrase: no digit found anywhere
                 self.typed += (text,)
         step = self.builder.feed(event)
-        if step is not None:
+        if step is not None and event.observation is not None:
             if self.model.required_removals:
                 self.removals.observe(event.observation.text,
                                       changed_in_facts(before, step.fingerprint.lines))
@@ -120,7 +130,7 @@ class Matcher:
         elif event.kind == "end":
             self.signs.self_report = event.self_report
             self.close(event.seq)
-        return self.status
+        return status
 
     def _observe(self, step: Step, before: frozenset[str] | None,
                  observation: Observation) -> None:
@@ -143,8 +153,8 @@ class Matcher:
         self.history.append(Observed(step.seq, step.ts, known, action_signatures(step),
                                      novel[:8], ends, step.files_moved))
         if not known:
-            self.status.unknown_states += 1
-        if self.status.status == FAILED:
+            self.current.unknown_states += 1
+        if self.current.status == FAILED:
             return
         if negatives and not known:
             negative = self.model.states[negatives[0]]
@@ -180,7 +190,7 @@ class Matcher:
                         and essential[self.position] in transient:
                     self.matched_at[essential[self.position]] = seq
                     self.position += 1
-                self.status.warnings = []
+                self.current.warnings = []
                 break
             if essential[target] not in soft:
                 break
@@ -200,23 +210,24 @@ class Matcher:
                     continue
                 warning = (f"reached '{self.model.name(sid)}' before "
                            f"'{self.model.name(blocking)}'")
-                if warning not in self.status.warnings:
-                    self.status.warnings.append(warning)
+                if warning not in self.current.warnings:
+                    self.current.warnings.append(warning)
 
     def _update(self, seq: int) -> None:
         essential = self.model.essential
-        self.status.matched = [self.model.name(s) for s in essential if s in self.matched_at]
-        self.status.missing = [self.model.name(s) for s in essential[self.position:]
+        self.current.matched = [self.model.name(s) for s in essential if s in self.matched_at]
+        self.current.missing = [self.model.name(s) for s in essential[self.position:]
                               if s not in self.model.soft]
         total = len(essential)
-        self.status.coverage = round(len(self.matched_at) / total, 4) if total else 1.0
-        done = self.position >= total or all(s in self.model.soft for s in essential[self.position:])
+        self.current.coverage = round(len(self.matched_at) / total, 4) if total else 1.0
+        done = self.position >= total \
+            or all(s in self.model.soft for s in essential[self.position:])
         if done and self._accepted():
-            self.status.status, self.status.reason = PASSED, "every essential milestone reached"
-            if self.status.detected_at_seq is None:
-                self.status.detected_at_seq = seq
+            self.current.status, self.current.reason = PASSED, "every essential milestone reached"
+            if self.current.detected_at_seq is None:
+                self.current.detected_at_seq = seq
         else:
-            self.status.status = AT_RISK if self.status.warnings else RUNNING
+            self.current.status = AT_RISK if self.current.warnings else RUNNING
 
     def _accepted(self) -> bool:
         """Whether the run ended where successful runs end: its last state is such a
@@ -251,27 +262,28 @@ class Matcher:
             for sid in self.reshaped] + self.signs.notes(self.model)
 
     def _fail(self, seq: int, reason: str, cause: str | None) -> None:
-        self.status.status, self.status.reason, self.status.cause = FAILED, reason, cause
-        self.status.detected_at_seq = seq
-        self.status.final = True
+        self.current.status, self.current.reason, self.current.cause = FAILED, reason, cause
+        self.current.detected_at_seq = seq
+        self.current.final = True
 
     def fail(self, seq: int, reason: str, cause: str | None) -> Status:
         """Fail the run for good at event `seq`, for a `reason` outside what it showed (e.g.
         an event that cannot be judged: :mod:`trustlayer.judge.faults`); after the run's
         first event was fed (:meth:`feed` makes its status before anything else)."""
         self._fail(seq, reason, cause)
-        return self.status
+        return self.current
 
     def close(self, seq: int) -> None:
         """Judge the run as ended after event `seq` (its end event, or its last one)."""
-        if self.status is None or self.status.final:
+        if self.status is None or self.current.final:
             return
-        if self.history and not self.history[-1].ends and self._answered() \
-                and at_an_end_place(self.model, Fingerprint(self.builder.previous_lines)):
+        lines = self.builder.previous_lines
+        if self.history and lines is not None and not self.history[-1].ends \
+                and self._answered() and at_an_end_place(self.model, Fingerprint(lines)):
             self.history[-1] = self.history[-1]._replace(ends=True)  # answered after it
             self._advance(list(self.model.accepting), seq)
         wrong = self._wrong_output()
-        if self.status.status == PASSED and wrong is None \
+        if self.current.status == PASSED and wrong is None \
                 and (kept := self.removals.missing(self.model.required_removals)):
             # the most precise sign of what the edits of a run that got that far missed
             self._fail(seq, describe(kept), "agent_error")
@@ -280,113 +292,40 @@ class Matcher:
         if sign is not None and sign.cause is not None:
             self._fail(seq, sign.reason, sign.cause)
             return
-        if self.status.status == PASSED and wrong is None and sign is None:
-            self.status.final = True
-            self.status.warnings = self._route_warnings()
+        if self.current.status == PASSED and wrong is None and sign is None:
+            self.current.final = True
+            self.current.warnings = self._route_warnings()
             return
         headline = (sign and sign.reason) if wrong is None else (
             f"the agent called {wrong[0]}:{wrong[1]}; every successful run called it "
             f"with '{wrong[2]}'")
-        call = wrong[0] if wrong is not None else None
-        reason, cause = explain_failure(self.model, self.history, self.position,
-                                        list(self.matched_at), headline,
-                                        self.outputs_shown.get(call, False),
-                                        self.expected_shown.get(call, False))
-        if not self.status.missing and not self._accepted():
-            self.status.missing = [" or ".join(self.model.name(s) for s in self.model.accepting)]
+        reason, cause = explain_failure(
+            self.model, self.history, self.position, list(self.matched_at), headline,
+            wrong is not None and self.outputs_shown.get(wrong[0], False),
+            wrong is not None and self.expected_shown.get(wrong[0], False))
+        if not self.current.missing and not self._accepted():
+            self.current.missing = [" or ".join(self.model.name(s) for s in self.model.accepting)]
         self._fail(seq, reason, cause)
 
     def tick(self, now: float) -> Status | None:
-        """Fail the run if a learned deadline has passed at time `now` (the stream's timer):
-        the next milestone not reached, or the current state not left, within its
-        :func:`deadline`. Without a deadline (too few successful runs timed) nothing fails."""
+        """Fail the run if a learned deadline has passed at time `now` (the stream's timer,
+        :func:`~trustlayer.judge.deadlines.overdue`)."""
         if self.status is None or self.status.final or self.status.status == PASSED:
             return self.status
-        timing, factor = self.model.timing, self.model.settings.deadline_factor
-        essential = self.model.essential
-        upcoming = essential[self.position] if self.position < len(essential) else None
-        reach = timing["time_to_reach"].get(upcoming)
-        limit = deadline(reach, factor)
-        if limit is not None and now - self.start_ts > limit:
-            self._fail(self.history[-1].seq if self.history else 0,
-                       f"'{self.model.name(upcoming)}' not reached within {limit:.0f} s; "
-                       f"successful runs reached it within {reach['max']:.0f} s", "product_bug")
-            return self.status
-        if self.history and self.history[-1].ids:
-            current = self.history[-1].ids[0]
-            dwell = timing["dwell"].get(current)
-            limit = deadline(dwell, factor)
-            lasted = now - self.history[-1].ts
-            if limit is not None and lasted > limit:
-                self._fail(self.history[-1].seq,
-                           f"'{self.model.name(current)}' lasted {lasted:.0f} s; successful runs "
-                           f"left it within {dwell['max']:.0f} s", "product_bug")
+        late = overdue(self.model, self.position, self.start_ts, self.history, now)
+        if late is not None:
+            self._fail(*late, "product_bug")
         return self.status
-
-    def snapshot(self) -> dict[str, Any]:
-        """What the matcher needs to resume, JSON-serialisable (see :meth:`restore`): the
-        history as rows of :data:`~trustlayer.judge.history.HISTORY_FIELDS`, and of the
-        previous state's lines only those the next step reads (its file facts; every line
-        when the model requires outputs, whose values are looked up on that screen)."""
-        previous = self.builder.previous_lines
-        if previous is not None and not self.model.required_outputs:
-            previous = file_facts(previous)
-        return {"position": self.position,
-                "history": [list(entry) for entry in self.history],
-                "matched_at": self.matched_at, "start_ts": self.start_ts,
-                "outputs": self.outputs, "outputs_shown": self.outputs_shown,
-                "expected_shown": self.expected_shown,
-                "removed": {path: sorted(lines) for path, lines in self.removals.removed.items()},
-                "unseen": sorted(self.removals.unseen), "reshaped": self.reshaped,
-                "signs": self.signs.to_json(), "typed": [list(text) for text in self.typed],
-                "holders": {path: {line: sorted(held) for line, held in holders.items()}
-                            for path, holders in self.removals.holders.items()},
-                "baseline_files": self.builder.baseline_files,
-                "pending": [asdict(a) for a in self.builder.pending],
-                "previous_lines": None if previous is None else sorted(previous),
-                "status": None if self.status is None else  # asdict() deep-copies: slow
-                {name: list(value) if isinstance(value, list) else value
-                 for name, value in vars(self.status).items()}}
-
-    @classmethod
-    def restore(cls, model: Model, data: dict[str, Any], llm: LLMJudge | None = None) -> "Matcher":
-        """Rebuild a matcher from :meth:`snapshot`."""
-        matcher = cls(model, llm)
-        matcher.position = data["position"]
-        matcher.history = [row_of(row) for row in data["history"]]
-        matcher.matched_at, matcher.start_ts = dict(data["matched_at"]), data["start_ts"]
-        matcher.outputs = dict(data.get("outputs", {}))
-        matcher.outputs_shown = dict(data.get("outputs_shown", {}))
-        matcher.expected_shown = dict(data.get("expected_shown", {}))
-        # (records written before these were kept hold none)
-        matcher.removals.removed = {path: set(lines)
-                                    for path, lines in data.get("removed", {}).items()}
-        matcher.removals.unseen = set(data.get("unseen", ()))
-        matcher.removals.holders = {path: {line: set(held) for line, held in holders.items()}
-                                    for path, holders in data.get("holders", {}).items()}
-        matcher.reshaped = list(data.get("reshaped", ()))
-        matcher.signs = FailureWatch.from_json(data.get("signs"))
-        matcher.typed = tuple(tuple(text) for text in data.get("typed", ()))
-        matcher.builder.baseline_files = data["baseline_files"]
-        matcher.builder.pending = [Action(**a) for a in data["pending"]]
-        previous = data.get("previous_lines")
-        matcher.builder.previous_lines = None if previous is None else frozenset(previous)
-        matcher.status = None if data["status"] is None else Status(**data["status"])
-        return matcher
-
-
 
 
 def judge_run(model: Model, run: Run, llm: LLMJudge | None = None) -> Status:
     """The batch validator for one run: feed every event, return the final status.
     A run without an end event is judged as if it had ended after its last event."""
     matcher = Matcher(model, llm)
-    status = None
     for event in run.events:
         status, fault = feed_checked(matcher, event)
         if fault is not None:
             return status
     if run.end is None:
         matcher.close(run.events[-1].seq)
-        status = matcher.status
-    return status
+    return matcher.current

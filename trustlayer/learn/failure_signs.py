@@ -209,7 +209,7 @@ def failure_signs(runs: Sequence[Run], paths: Sequence[tuple[str, Path]]) -> dic
 def statuses(runs: Sequence[Run]) -> list[int]:
     """The HTTP statuses successful runs' pages received (``observation.network``)."""
     return sorted({response.status for run in runs for event in run.events
-                   if event.kind == "state" for response in event.observation.network})
+                   if event.observation is not None for response in event.observation.network})
 
 
 def shown_text(observation: Observation) -> str:
@@ -229,10 +229,10 @@ def end_texts(runs: Sequence[Run]) -> list[str]:
         return []
     typed, shown = [], []
     for run in runs:
-        states = [event.observation for event in run.events if event.kind == "state"]
-        typed.append({" ".join(event.action.value.split()) for event in run.events
-                      if event.kind == "action" and event.action.type == "type"
-                      and event.action.value and any(c.isalpha() for c in event.action.value)})
+        states = [event.observation for event in run.events if event.observation is not None]
+        typed.append({" ".join(action.value.split()) for event in run.events
+                      if (action := event.action) is not None and action.type == "type"
+                      and action.value and any(c.isalpha() for c in action.value)})
         shown.append(shown_text(states[-1]) if states else "")
     return sorted(text for text in set.intersection(*typed)
                   if all(text in last for last in shown))

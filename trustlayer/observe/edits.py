@@ -93,6 +93,23 @@ class RemovalLedger:
     # path -> a line put back -> the removed lines it holds (removed again when it goes)
     holders: dict[str, dict[str, set[str]]] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        """What was removed so far, JSON-serialisable (:meth:`from_json` reads it back)."""
+        return {"removed": {path: sorted(lines) for path, lines in self.removed.items()},
+                "unseen": sorted(self.unseen),
+                "holders": {path: {line: sorted(held) for line, held in holders.items()}
+                            for path, holders in self.holders.items()}}
+
+    @classmethod
+    def from_json(cls, watched: Mapping[str, Sequence[str]] | None,
+                  data: Mapping[str, Any]) -> RemovalLedger:
+        """A ledger of `watched` from :meth:`to_json` (a part missing: nothing yet)."""
+        return cls(watched,
+                   {path: set(lines) for path, lines in data.get("removed", {}).items()},
+                   set(data.get("unseen", ())),
+                   {path: {line: set(held) for line, held in holders.items()}
+                    for path, holders in data.get("holders", {}).items()})
+
     def observe(self, text: str | None, changed: set[str]) -> None:
         """Take a state's text and the files changed since the state before it."""
         changes = diff_changes(text)
@@ -125,7 +142,7 @@ def _fed(run: Run, ledger: Ledger) -> Ledger:
     before)."""
     files = None
     for event in run.events:
-        if event.kind == "state":
+        if event.observation is not None:  # a state
             observed = event.observation.files
             ledger.observe(event.observation.text, changed_files(files, observed))
             files = files if observed is None else observed
@@ -172,7 +189,7 @@ def added_only(runs: Sequence[Run]) -> list[str]:
     cut: set[str] = set()
     for run in runs:
         for event in run.events:
-            if event.kind == "state":
+            if event.observation is not None:  # a state
                 changes = diff_changes(event.observation.text)
                 added |= {path for path, (_, new) in changes.items() if new}
                 cut |= set(taken_out(event.observation.text))

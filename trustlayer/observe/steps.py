@@ -2,7 +2,8 @@
 that led to each."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from trustlayer.observe.context import file_facts
 from trustlayer.observe.fingerprints import Fingerprint, LineMemo, fingerprint
@@ -78,14 +79,32 @@ class StepBuilder:
         self.previous_lines: frozenset[str] | None = None
         self.memo = LineMemo()  # the last state's lines, to reuse (not a state to keep)
 
+    def to_json(self, previous: frozenset[str] | None) -> dict[str, Any]:
+        """What the next step needs, JSON-serialisable (:meth:`from_json` reads it back),
+        with `previous` as the previous state's lines (all of them, or those the next step
+        reads)."""
+        return {"baseline_files": self.baseline_files,
+                "pending": [asdict(action) for action in self.pending],
+                "previous_lines": None if previous is None else sorted(previous)}
+
+    @classmethod
+    def from_json(cls, settings: Settings, data: dict[str, Any]) -> StepBuilder:
+        """A builder from :meth:`to_json`."""
+        builder = cls(settings)
+        builder.baseline_files = data["baseline_files"]
+        builder.pending = [Action(**action) for action in data["pending"]]
+        previous = data.get("previous_lines")
+        builder.previous_lines = None if previous is None else frozenset(previous)
+        return builder
+
     def feed(self, event: Event) -> Step | None:
         """Return the step completed by `event`, if it is a state."""
-        if event.kind == "action":
+        if event.action is not None:  # an action: part of the next step
             self.pending.append(event.action)
             return None
-        if event.kind != "state":
-            return None
         observation = event.observation
+        if observation is None:  # not a state
+            return None
         if observation.files is not None and self.baseline_files is None:
             self.baseline_files = dict(observation.files)
         actions = tuple(self.pending)

@@ -174,7 +174,7 @@ def _require(obj: dict, name: str, kind: type | tuple, source: str, line: int | 
 
 
 def _type_name(kind: type | tuple) -> str:
-    if kind == (int, float):
+    if isinstance(kind, tuple):  # (int, float), the only pair asked for
         return "a number"
     return {"str": "a string", "int": "an integer", "dict": "an object"}.get(kind.__name__,
                                                                              kind.__name__)

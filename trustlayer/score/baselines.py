@@ -131,7 +131,7 @@ def trajectory_superset(references: Sequence[Run], run: Run) -> Verdict:
 
 
 def _signatures(run: Run) -> set[str]:
-    return {event.action.signature() for event in run.events if event.kind == "action"}
+    return {event.action.signature() for event in run.events if event.action is not None}
 
 
 @lru_cache(maxsize=64)
@@ -171,7 +171,8 @@ def differing_pixels(expected: bytes, actual: bytes,
 
 
 def _screenshots(run: Run) -> list[bytes | None]:
-    return [e.observation.screenshot.data if e.observation.screenshot is not None else None
+    return [e.observation.screenshot.data
+            if e.observation is not None and e.observation.screenshot is not None else None
             for e in run.states]
 
 

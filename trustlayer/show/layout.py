@@ -54,7 +54,8 @@ def split_edges(edges: Iterable[tuple[str, str]]) -> tuple[list[tuple[str, str]]
     >>> split_edges([("START", "s0"), ("s0", "s2"), ("s2", "s1"), ("s1", "SUCCESS")])
     ([('START', 's0'), ('s0', 's2'), ('s1', 'SUCCESS')], [('s2', 's1')])
     """
-    forward, back = [], []
+    forward: list[tuple[str, str]] = []
+    back: list[tuple[str, str]] = []
     for source, target in edges:
         (forward if _rank(source) < _rank(target) else back).append((source, target))
     return forward, back

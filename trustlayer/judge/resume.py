@@ -1,0 +1,55 @@
+"""A matcher stopped and resumed: :func:`snapshot` is what it needs to go on, as JSON (the
+streaming worker keeps it in each run's record), :func:`restore` the matcher again."""
+from __future__ import annotations
+
+from typing import Any
+
+from trustlayer.compare.llm import LLMJudge
+from trustlayer.judge.history import row_of
+from trustlayer.judge.matcher import Matcher
+from trustlayer.judge.signs import FailureWatch
+from trustlayer.judge.status import Status
+from trustlayer.model import Model
+from trustlayer.observe.context import file_facts
+from trustlayer.observe.edits import RemovalLedger
+from trustlayer.observe.steps import StepBuilder
+
+
+def snapshot(matcher: Matcher) -> dict[str, Any]:
+    """What `matcher` needs to resume, JSON-serialisable (see :func:`restore`): the
+    history as rows of :data:`~trustlayer.judge.history.HISTORY_FIELDS`, and of the
+    previous state's lines only those the next step reads (its file facts; every line
+    when the model requires outputs, whose values are looked up on that screen)."""
+    previous = matcher.builder.previous_lines
+    if previous is not None and not matcher.model.required_outputs:
+        previous = file_facts(previous)
+    status = matcher.status
+    return {"position": matcher.position,
+            "history": [list(entry) for entry in matcher.history],
+            "matched_at": matcher.matched_at, "start_ts": matcher.start_ts,
+            "outputs": matcher.outputs, "outputs_shown": matcher.outputs_shown,
+            "expected_shown": matcher.expected_shown, "reshaped": matcher.reshaped,
+            "signs": matcher.signs.to_json(), "typed": [list(text) for text in matcher.typed],
+            **matcher.removals.to_json(), **matcher.builder.to_json(previous),
+            "status": None if status is None else  # asdict() deep-copies: slow
+            {name: list(value) if isinstance(value, list) else value
+             for name, value in vars(status).items()}}
+
+
+def restore(model: Model, data: dict[str, Any], llm: LLMJudge | None = None) -> Matcher:
+    """The matcher of :func:`snapshot` again, on `model` (records written before some
+    parts were kept hold none: those start empty)."""
+    matcher = Matcher(model, llm)
+    matcher.position = data["position"]
+    matcher.history = [row_of(row) for row in data["history"]]
+    matcher.matched_at, matcher.start_ts = dict(data["matched_at"]), data["start_ts"]
+    matcher.outputs = dict(data.get("outputs", {}))
+    matcher.outputs_shown = dict(data.get("outputs_shown", {}))
+    matcher.expected_shown = dict(data.get("expected_shown", {}))
+    matcher.removals = RemovalLedger.from_json(model.required_removals, data)
+    matcher.reshaped = list(data.get("reshaped", ()))
+    matcher.signs = FailureWatch.from_json(data.get("signs"))
+    matcher.typed = tuple(tuple(text) for text in data.get("typed", ()))
+    matcher.builder = StepBuilder.from_json(model.settings, data)
+    matcher.status = None if data["status"] is None else Status(**data["status"])
+    return matcher
