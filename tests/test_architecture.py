@@ -61,6 +61,12 @@ def test_lower_layers_never_import_higher_ones(imports):
     assert upward == []
 
 
+def test_judging_needs_a_model_not_the_learner(imports):
+    """judge/ reads what learn/ made (the model), never learn/ itself."""
+    assert [f"{a} -> {b}" for a, b in imports.edges if a.startswith("trustlayer.judge")
+            and b.startswith("trustlayer.learn")] == []
+
+
 def test_no_import_circles(imports):
     circles = list(nx.simple_cycles(imports))
     assert circles == []

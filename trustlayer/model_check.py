@@ -19,7 +19,7 @@ from typing import Any
 
 from trustlayer.errors import ModelError
 from trustlayer.graph_marks import START, SUCCESS
-from trustlayer.observe.traces import json_problem
+from trustlayer.observe.json_fit import json_problem
 from trustlayer.settings import LLMSettings, Settings
 
 HEX64, HEX16 = re.compile(r"[0-9a-f]{64}"), re.compile(r"[0-9a-f]{16}")

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 from stream.deadletter import Rejected, dlq_reason
 from trustlayer.errors import TraceError, cut
 from trustlayer.model import Model
-from trustlayer.observe.traces import MAX_NESTING, Event, parse_event
+from trustlayer.observe.json_fit import MAX_NESTING
+from trustlayer.observe.traces import Event, parse_event
 
 
 class Models(Protocol):

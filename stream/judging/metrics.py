@@ -86,4 +86,5 @@ class Metrics:
         """``/metrics`` over HTTP on `addr`:`port` (prometheus-client's own server thread);
         this machine only unless told otherwise. Returns the address it listens on."""
         server, _ = start_http_server(port, addr=addr, registry=self.registry)
-        return server.server_address[:2]
+        host, bound = server.server_address[:2]
+        return str(host), int(bound)

@@ -84,7 +84,8 @@ class StreamProcessor:
         self._fed: Tally = Tally()  # events fed by task and kind, for the metrics
         registry.listeners.append(self.metrics.model_known)
         for task in registry.tasks():
-            self.metrics.model_known(registry.latest(task))
+            if (model := registry.latest(task)) is not None:
+                self.metrics.model_known(model)
 
     @property
     def cache(self) -> dict[str, RunRecord]:

@@ -50,6 +50,8 @@ class RunBook:
         model = self.registry.get(rec.task, rec.version)
         if model is None:  # e.g. compacted away from the models topic
             model = self.registry.latest(rec.task)
+            if model is None:
+                raise LookupError(f"run {rec.run_id}: no model of task {rec.task}")
             log.warning("run %s: model %s version %d unknown here, using version %d",
                         rec.run_id, rec.task, rec.version, model.version)
             rec.version = model.version

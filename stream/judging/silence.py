@@ -99,7 +99,7 @@ def run_clock(rec: RunRecord, wall: float, since: float) -> float:
     """Now in the run's own time: its last event's ts (or its earliest held event's) plus
     the wall time since that event was published or since `since`, whichever is later (no
     clock shared with runners)."""
-    if rec.last_pub is not None:
+    if rec.last_pub is not None and rec.last_ts is not None:
         return rec.last_ts + (wall - max(rec.last_pub, since))
     first = min(rec.held.values(), key=lambda h: h["pub"])
     return first["event"]["ts"] + (wall - max(first["pub"], since))

@@ -58,10 +58,10 @@ def _visual(fp: Fingerprint, state: ModelState, settings: Settings) -> Decision:
     distance = min(hamming(fp.phash, h) for h in state.phashes)
     if distance <= settings.phash_same:
         return Decision("same", "phash", {"phash_distance": distance})
-    if distance >= settings.phash_different or fp.thumbnail is None or not state.thumbnails:
-        return Decision("different", "phash", {"phash_distance": distance})
     size = settings.thumbnail_size
-    mine = fp.thumbnail_array(size)
+    if distance >= settings.phash_different or fp.thumbnail is None or not state.thumbnails \
+            or (mine := fp.thumbnail_array(size)) is None:
+        return Decision("different", "phash", {"phash_distance": distance})
     mask = state.mask_array(size)
     ssim = max(masked_ssim(mine, np.frombuffer(t, np.uint8).reshape(size, size) / 255.0, mask)
                for t in state.thumbnails)
@@ -160,15 +160,19 @@ def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
     if not fp.has_structure:
         return Decision("different", "structure", {"reason": "the state has no text"})
     profile = state.profile
+    missing: list[str]
+    unexplained: Collection[str]
+    evidence: dict[str, Any]
     if only_same and not typed:
         if not profile.shows_every_salient(fp.lines):
             return Decision("different", "structure")
         missing, unexplained, evidence = [], profile.unexplained(fp.lines), {}
     else:
-        missing, unexplained = profile.compare(fp.lines)
+        missing, extra = profile.compare(fp.lines)
         if typed and missing:
-            missing, unexplained = _typed_variants(missing, unexplained, typed)
-        evidence = {} if only_same else {"missing": missing[:8], "unexplained": unexplained[:8]}
+            missing, extra = _typed_variants(missing, extra, typed)
+        evidence = {} if only_same else {"missing": missing[:8], "unexplained": extra[:8]}
+        unexplained = extra
     if missing:
         return Decision("different", "structure", evidence)
     if not strict:  # shown as evidence, not held against the state

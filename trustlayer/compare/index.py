@@ -38,13 +38,13 @@ class MultiIndexHash:
         count = radius + 1
         bounds = [round(64 * i / count) for i in range(count + 1)]
         self.chunks = [(low, (1 << (high - low)) - 1) for low, high in zip(bounds, bounds[1:])]
-        self.tables: list[dict[int, list[tuple[int, object]]]] = [{} for _ in self.chunks]
+        self.tables: list[dict[int, list[tuple[int, str]]]] = [{} for _ in self.chunks]
 
-    def add(self, value: int, payload: object) -> None:
+    def add(self, value: int, payload: str) -> None:
         for table, (shift, bits) in zip(self.tables, self.chunks):
             table.setdefault((value >> shift) & bits, []).append((value, payload))
 
-    def within(self, value: int) -> set[object]:
+    def within(self, value: int) -> set[str]:
         """Payloads of every hash within `radius` bits of `value`."""
         found = set()
         for table, (shift, bits) in zip(self.tables, self.chunks):
@@ -101,10 +101,12 @@ class StateIndex:
         anchor_bits = {form: self.profiles.form_bits([form]) for form in self.by_line}
         required_bits = {sid: self.profiles.form_bits(lines)
                          for sid, lines in self.required.items()}
+        anchor_masks = {form: bits for form, bits in anchor_bits.items() if bits is not None}
+        required_masks = {sid: bits for sid, bits in required_bits.items() if bits is not None}
         self.bits: tuple[list[tuple[int, set[str]]], dict[str, int]] | None = None
-        if None not in anchor_bits.values() and None not in required_bits.values():
-            self.bits = [(anchor_bits[form], sids) for form, sids in self.by_line.items()], \
-                required_bits  # type: ignore[assignment]
+        if len(anchor_masks) == len(anchor_bits) and len(required_masks) == len(required_bits):
+            self.bits = ([(anchor_masks[form], sids) for form, sids in self.by_line.items()],
+                         required_masks)
 
     def novelty(self, fp: Fingerprint) -> list[str]:
         """Words of the observed state that no training state ever showed."""
@@ -119,7 +121,7 @@ class StateIndex:
         return set().union(*(self.by_line[form] for form in forms & self.by_line.keys()))
 
     def _candidates(self, fp: Fingerprint, anchored: set[str], visual: bool = True) -> set[str]:
-        found = set(self.unanchored) if fp.has_structure else set()
+        found: set[str] = set(self.unanchored) if fp.has_structure else set()
         if visual and fp.phash is not None:
             found |= self.near.within(fp.phash)
             if not fp.has_structure:  # screens without text: the SSIM band needs more

@@ -19,6 +19,7 @@ from trustlayer.settings import LLMSettings
 
 if TYPE_CHECKING:
     import openai
+    from openai.types.chat import ChatCompletionContentPartParam
 
 SYSTEM_PROMPT = """\
 You compare two observations of a desktop or web application, each given as a \
@@ -50,8 +51,9 @@ def _side_digest(text: str, png: bytes | None) -> bytes:
     return h.digest()
 
 
-def _observation(label: str, text: str, png: bytes | None) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = [
+def _observation(label: str, text: str,
+                 png: bytes | None) -> list[ChatCompletionContentPartParam]:
+    parts: list[ChatCompletionContentPartParam] = [
         {"type": "text", "text": f"Observation {label}, canonical text:\n{text}"}]
     if png is not None:
         uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")

@@ -99,7 +99,7 @@ def analyse_run(model: Model, run: Run, index: StateIndex | None = None,
         matcher.feed(event)
     if run.end is None:
         matcher.close(run.events[-1].seq)
-    status = matcher.status
+    status = matcher.current
     steps = {step.seq: step for step in run_steps(run, model.settings)}
     events = {event.seq: event for event in run.events}
     found = phases(model)

@@ -27,7 +27,6 @@ from trustlayer.judge.faults import feed_checked
 from trustlayer.judge.history import Observed
 from trustlayer.judge.signs import FailureWatch
 from trustlayer.judge.status import AT_RISK, FAILED, PASSED, RUNNING, Status
-from trustlayer.learn.evidence import output_call
 from trustlayer.model import Model
 from trustlayer.observe.canonical import shows
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
@@ -110,7 +109,7 @@ class Matcher:
             return status
         action = event.action if event.kind == "action" else None
         if action is not None and action.value is not None \
-                and (call := output_call(action)) in self.model.required_outputs:
+                and (call := action.call) in self.model.required_outputs:
             self.outputs[call] = action.value
             self.outputs_shown[call] = shows(self.builder.previous_lines, action.value)
             self.expected_shown[call] = shows(self.builder.previous_lines,

@@ -145,7 +145,8 @@ def where(model: Model, missing: str | None = None) -> str:
     ``"in phase 'Saving completed' after 'hello world'"`` (phases named as in
     :func:`phases`). Without `missing`, or for a state that closes no phase, ``""``."""
     by_name = {model.name(sid): sid for sid in model.states}
-    missing = by_name.get(missing, missing)
+    if missing is not None:
+        missing = by_name.get(missing, missing)
     found = phases(model)
     for phase in found:
         if phase.milestone == missing:

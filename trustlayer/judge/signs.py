@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
-from trustlayer.learn.failure_signs import shown_text
 from trustlayer.model import Model
 from trustlayer.observe.edits import WordLedger, changed_in_facts, taken_out
 from trustlayer.observe.steps import Step
@@ -72,7 +71,7 @@ class FailureWatch:
         successful run showed)."""
         lines, text, responses = step.fingerprint.content, observation.text, observation.network
         if model.end_texts:
-            shown = shown_text(observation)
+            shown = observation.shown_text()
             self.texts_missing = [typed for typed in model.end_texts if typed not in shown]
         self.news_since_report |= news
         for response in responses:

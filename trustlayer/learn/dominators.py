@@ -20,10 +20,10 @@ def merged_graph(paths: Iterable[Sequence[Hashable]]) -> nx.DiGraph:
     >>> sorted(g.successors("a"))
     ['b', 'c']
     """
-    graph = nx.DiGraph()
+    graph: nx.DiGraph = nx.DiGraph()
     graph.add_nodes_from([START, SUCCESS])
     for path in paths:
-        previous = START
+        previous: Hashable = START
         for node in path:
             if node != previous:
                 graph.add_edge(previous, node)

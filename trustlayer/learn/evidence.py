@@ -42,7 +42,7 @@ from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.context import context_lines
 from trustlayer.observe.steps import Step, by_agent
 from trustlayer.observe.templates import WILDCARD, Profile, says_something, template_form
-from trustlayer.observe.traces import Action, Observation, Run
+from trustlayer.observe.traces import Observation, Run
 
 Path = Sequence[tuple[str, Step]]  # a run's (model state id, step) in order
 OUTPUT_ACTION_TYPES = ("tool", "api")
@@ -54,13 +54,15 @@ def habit_lines(step: Step, before: Step | None, last_lines: frozenset[str]) -> 
     previous step) that are gone from the run's last state (`last_lines`).
 
     >>> from trustlayer.observe.fingerprints import Fingerprint
+    >>> from trustlayer.observe.traces import Action
     >>> fp = Fingerprint(frozenset({"X|$ pytest -q tests", "X|3 passed", "U|/lab"}))
     >>> step = Step(1, 0.0, fp, (Action("tool", "run_tests", "pytest -q tests"),))
     >>> before = Step(0, 0.0, Fingerprint(frozenset({"U|/lab"})), ())
     >>> sorted(habit_lines(step, before, frozenset()))
     ['X|$ pytest -q tests']
     """
-    return context_lines(step.fingerprint.lines, before and before.fingerprint.lines,
+    return context_lines(step.fingerprint.lines,
+                         before.fingerprint.lines if before is not None else None,
                          step.actions) - last_lines
 
 
@@ -93,6 +95,7 @@ def accepting_states(paths: Mapping[str, Path]) -> list[str]:
     """Model states holding a successful run's last state, in first-seen order.
 
     >>> from trustlayer.observe.fingerprints import Fingerprint
+    >>> from trustlayer.observe.traces import Action
     >>> step = Step(0, 0.0, Fingerprint(frozenset({"X|done"})), ())
     >>> accepting_states({"r1": [("s0", step), ("s3", step)], "r2": [("s4", step)]})
     ['s3', 's4']
@@ -126,6 +129,7 @@ def before_the_work(path: Path) -> list[Step]:
     changed anything that lasted (the start, pages and outputs looked at).
 
     >>> from trustlayer.observe.fingerprints import Fingerprint
+    >>> from trustlayer.observe.traces import Action
     >>> start = Step(0, 0.0, Fingerprint(frozenset({"X|Editor"})), ())
     >>> typed = Step(1, 1.0, Fingerprint(frozenset({"X|Editor", "X|hello"})),
     ...              (Action("type", "editor", "hello"),))
@@ -158,7 +162,7 @@ def end_evidence(profile: Profile,
     if len(ends) < 2:
         return []
     shown = [{profile.template_of(line) for line in last - early} for last, early in ends]
-    common = set.intersection(*shown) - {None}
+    common = {i for i in set.intersection(*shown) if i is not None}
     return [profile.templates[i] for i in sorted(common)
             if not profile.salient[i] and says_something(profile.templates[i])]
 
@@ -176,7 +180,8 @@ def milestone_kinds(essential: Sequence[str], accepting: Sequence[str],
     milestones, yet a run showing the same result another way misses them: worth a look
     by a person). States where successful runs end are neither."""
     lasting = {run_id: _lasting_additions(path) for run_id, path in paths.items()}
-    incidental, transient = [], []
+    incidental: list[str] = []
+    transient: list[str] = []
     for state_id in essential:
         if state_id in accepting:
             continue
@@ -186,11 +191,6 @@ def milestone_kinds(essential: Sequence[str], accepting: Sequence[str],
         stale = all(any(lasting[run_id][first + 1:-1]) for run_id, first in visits)
         (incidental if stale else transient).append(state_id)
     return incidental, transient
-
-
-def output_call(action: Action) -> str:
-    """The name of a tool call, across runs: its type and target (``tool:report_answer``)."""
-    return action.call
 
 
 def _shown(observation: Observation) -> tuple:
@@ -203,17 +203,19 @@ def _output_calls(run: Run) -> dict[str, set[str]]:
     the one before it showed, or none follows): what the agent reported, not a request
     such as a command it ran."""
     calls: dict[str, set[str]] = {}
-    shown, pending = None, []
+    shown: tuple | None = None
+    pending: list[tuple[str, str]] = []  # (call, value) not answered yet
 
-    def keep(actions: list[Action]) -> None:
-        for action in actions:
-            calls.setdefault(output_call(action), set()).add(action.value)
+    def keep(made: list[tuple[str, str]]) -> None:
+        for call, value in made:
+            calls.setdefault(call, set()).add(value)
 
     for event in run.events:
-        if event.kind == "action" and event.action.type in OUTPUT_ACTION_TYPES \
-                and event.action.value is not None:
-            pending.append(event.action)
-        elif event.kind == "state":
+        action = event.action
+        if action is not None and action.type in OUTPUT_ACTION_TYPES \
+                and action.value is not None:
+            pending.append((action.call, action.value))
+        elif event.observation is not None:  # a state
             now = _shown(event.observation)
             if now == shown:
                 keep(pending)

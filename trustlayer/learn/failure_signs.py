@@ -32,7 +32,6 @@ from the successful runs, never from words of one application:
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -43,7 +42,7 @@ from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import added_only, changed_in_facts, required_words
 from trustlayer.observe.steps import Step
 from trustlayer.observe.templates import shape_of, word_tokens
-from trustlayer.observe.traces import Observation, Run
+from trustlayer.observe.traces import Run
 
 Path = Sequence[Step]  # one successful run's steps, in order
 CHANGED = "F|changed "
@@ -212,15 +211,6 @@ def statuses(runs: Sequence[Run]) -> list[int]:
                    if event.observation is not None for response in event.observation.network})
 
 
-def shown_text(observation: Observation) -> str:
-    """What a state shows as one string, white space folded: its title, text and
-    accessibility tree (where typed text is looked for, verbatim)."""
-    parts = [observation.title or "", observation.text or "",
-             observation.a11y if isinstance(observation.a11y, str) else
-             json.dumps(observation.a11y, ensure_ascii=False) if observation.a11y else ""]
-    return " ".join(" ".join(parts).split())
-
-
 def end_texts(runs: Sequence[Run]) -> list[str]:
     """Text every successful run typed, the same, and showed verbatim in its last state
     (a new name, the words of a note): the run's end must show it as typed, where a
@@ -233,6 +223,6 @@ def end_texts(runs: Sequence[Run]) -> list[str]:
         typed.append({" ".join(action.value.split()) for event in run.events
                       if (action := event.action) is not None and action.type == "type"
                       and action.value and any(c.isalpha() for c in action.value)})
-        shown.append(shown_text(states[-1]) if states else "")
+        shown.append(states[-1].shown_text() if states else "")
     return sorted(text for text in set.intersection(*typed)
                   if all(text in last for last in shown))

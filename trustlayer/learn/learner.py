@@ -271,8 +271,9 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                                     for r, i in group])
         if chrome:  # the frame may show another value anywhere (a theme, a mode)
             states[sid].profile = states[sid].profile.with_optional(chrome_variants(chrome))
-    member_lines = {sid: [steps[run_ids[r]][i].fingerprint.lines for r, i in group]
-                    for sid, group in zip(states, groups)}
+    member_lines: dict[str, Sequence[frozenset[str]]] = {
+        sid: [steps[run_ids[r]][i].fingerprint.lines for r, i in group]
+        for sid, group in zip(states, groups)}
     varied = set().union(*(varied_words(state.profile, member_lines[sid])
                            for sid, state in states.items()))
     for sid, group in zip(states, groups):
@@ -282,7 +283,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
              for r, rid in enumerate(run_ids)}
     graph = merged_graph([unroll_visits([sid for sid, _ in path]) for path in paths.values()])
     # a state every run visits twice is one milestone, met at its first visit
-    essential = list(dict.fromkeys(node.split(VISIT_MARK)[0] for node in essential_chain(graph)))
+    essential = list(dict.fromkeys(str(node).split(VISIT_MARK)[0]
+                                   for node in essential_chain(graph)))
     idom = immediate_dominators(graph)
     labels = defaultdict(list)
     titles = defaultdict(list)

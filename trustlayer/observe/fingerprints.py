@@ -69,7 +69,8 @@ class Fingerprint:
     thumbnail_size: int = field(default=0, repr=False, compare=False)
     #: its lines that say what the state shows (:func:`content_lines`; computed when not
     #: given): the tiers read them for every state compared
-    content: frozenset[str] = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    content: frozenset[str] = field(default=None, repr=False,  # type: ignore[arg-type]
+                                    compare=False)  # (None only until __post_init__ sets it)
 
     def __post_init__(self) -> None:
         if self.content is None:

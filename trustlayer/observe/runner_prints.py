@@ -35,8 +35,8 @@ def fingerprint_screenshots(event: dict[str, Any], base_dir: Path | None,
     {'kind': 'action', 'action': {'type': 'wait'}}
     """
     observation = event.get("observation")
-    shot = observation.get("screenshot") if isinstance(observation, dict) else None
-    if not isinstance(shot, str):
+    if not isinstance(observation, dict) or not isinstance(shot := observation.get("screenshot"),
+                                                           str):
         return event
     settings = settings or Settings()
     image = load_image(shot, base_dir, settings, source, line)

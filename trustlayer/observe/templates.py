@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from trustlayer.observe.canonical import tokens
 
@@ -207,7 +207,8 @@ class Profile:
             for line in new:
                 self._remember(line)
         missing = self._salient
-        for index in set(map(self._seen.__getitem__, lines)) - {None}:
+        # (the set holds no None once it is taken out: one pass, no filter)
+        for index in cast("set[int]", set(map(self._seen.__getitem__, lines)) - {None}):
             missing &= ~(1 << index)
         unexplained = lines & self._unexplained
         self._last = (lines, missing, unexplained)

@@ -16,6 +16,7 @@ from typing import Any
 from trustlayer.errors import TraceError
 from trustlayer.observe.canonical import mask
 from trustlayer.observe.images import ImageRef, ScreenshotPrint, load_image, parse_screenshot_print
+from trustlayer.observe.json_fit import MAX_NESTING, json_problem
 from trustlayer.observe.network import Response, parse_network
 from trustlayer.observe.regular import NotReadable, read_regular
 from trustlayer.settings import Settings
@@ -30,7 +31,6 @@ OUTCOMES = ("success", "failure", "unknown")
 SELF_REPORTS = ("success", "failure")
 LABEL_CAUSES = ("product_bug", "agent_error", None)
 OBSERVATION_CONTENT = ("screenshot", "screenshot_fingerprint", "text", "a11y", "files")
-MAX_NESTING = 200  # JSON depth of an event (an accessibility tree nests, but not this deep)
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,14 @@ class Observation:
     network: tuple[Response, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def shown_text(self) -> str:
+        """What the state shows as one string, white space folded: its title, text and
+        accessibility tree (where typed text is looked for, verbatim)."""
+        parts = [self.title or "", self.text or "",
+                 self.a11y if isinstance(self.a11y, str) else
+                 json.dumps(self.a11y, ensure_ascii=False) if self.a11y else ""]
+        return " ".join(" ".join(parts).split())
+
 
 @dataclass(frozen=True)
 class Event:
@@ -111,56 +119,6 @@ class Run:
     @property
     def outcome(self) -> str | None:
         return self.end.outcome if self.end else None
-
-
-def json_problem(obj: Any, max_depth: int = MAX_NESTING) -> str | None:
-    """What makes parsed JSON unfit to read on, or None: nesting deeper than `max_depth`,
-    a string with a lone UTF-16 surrogate (not Unicode, cannot be written as UTF-8), an
-    object key that is not a string (a dict built in code). The first found in a
-    depth-first walk, the last member of a container first.
-
-    >>> json_problem({"a": ["\\ud800"]})
-    "string '\\\\ud800' holds a lone surrogate: not Unicode text"
-    >>> json_problem([[[]]], max_depth=2)
-    'JSON nested deeper than 2 levels'
-    """
-    return _json_walk(obj, 1, max_depth)
-
-
-def _json_walk(value: Any, depth: int, max_depth: int) -> str | None:
-    if depth > max_depth:
-        return f"JSON nested deeper than {max_depth} levels"
-    if isinstance(value, dict):
-        for key in value:
-            if not isinstance(key, str):
-                return f"object key {key!r} is not a string"
-        members: Iterable[tuple[str | None, Any]] = reversed(value.items())
-    elif isinstance(value, list):
-        members = ((None, item) for item in reversed(value))
-    else:
-        return _lone_surrogate(value)
-    if value and depth == max_depth:  # its members are one level too deep
-        return f"JSON nested deeper than {max_depth} levels"
-    for key, item in members:  # (a scalar is looked at only if it may be at fault)
-        if isinstance(item, (dict, list)):
-            problem = _json_walk(item, depth + 1, max_depth)
-        else:
-            problem = _lone_surrogate(item) if isinstance(item, str) and not item.isascii() \
-                else None
-        if problem is None and key is not None and not key.isascii():
-            problem = _lone_surrogate(key)
-        if problem:
-            return problem
-    return None
-
-
-def _lone_surrogate(value: Any) -> str | None:
-    if isinstance(value, str) and not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return f"string {value[:40]!a} holds a lone surrogate: not Unicode text"
-    return None
 
 
 def _require(obj: dict, name: str, kind: type | tuple, source: str, line: int | None) -> Any:

@@ -56,11 +56,12 @@ class CheckReport:
                "their bytes)"]
         out += [f"  LEARNER BUG: {run_id} fails its own model: {reason}"
                 for run_id, reason in self.own_failures]
-        if self.loo_failures is not None:
+        rate = self.loo_pass_rate
+        if self.loo_failures is not None and rate is not None:
             passed = self.runs - len(self.loo_failures)
             out.append(f"leave-one-out: {passed}/{self.runs} training runs pass the model "
-                       f"learned from the others ({self.loo_pass_rate:.0%}; estimated "
-                       f"false-failure rate {1 - self.loo_pass_rate:.0%})")
+                       f"learned from the others ({rate:.0%}; estimated "
+                       f"false-failure rate {1 - rate:.0%})")
             out += [f"  would fail: {run_id}: {reason}" for run_id, reason in self.loo_failures]
             if self.loo_failures:
                 out.append("  add more varied successful runs (the routes, looks and habits "

@@ -14,7 +14,7 @@ import resvg_py
 from trustlayer.model import Model
 from trustlayer.show.html import graph_svg
 
-GRAPH_CSS = files("trustlayer.show").joinpath("templates", "graph.css")
+GRAPH_CSS = files("trustlayer.show").joinpath("templates").joinpath("graph.css")
 
 
 def render_png(model: Model) -> bytes:
