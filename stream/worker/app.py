@@ -19,7 +19,9 @@ import asyncio
 import gc
 import logging
 import sys
+import tempfile
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import Any
 
 import faust
@@ -38,10 +40,12 @@ log = logging.getLogger("trustlayer.worker")
 PRODUCER_BUFFER = 10_000
 
 
-def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
-    """The Faust app for `cfg` and the runtime state its agents share."""
+def create_app(cfg: WorkerConfig, datadir: Path | None = None) -> tuple[faust.App, Runtime]:
+    """The Faust app for `cfg` and the runtime state its agents share; Faust's data
+    directory is `datadir` (its default is ``<app id>-data`` in the working directory)."""
     app = faust.App(
         cfg.app_id,
+        **({"datadir": str(datadir)} if datadir is not None else {}),
         broker=f"kafka://{cfg.bootstrap}",
         store="memory://",
         autodiscover=False,
@@ -64,8 +68,8 @@ def create_app(cfg: WorkerConfig) -> tuple[faust.App, Runtime]:
         stream_wait_empty=False,
     )
     # Faust's conductor stops handing events to agents while its producer buffer holds over
-    # 100 records; a checkpoint writes one record per run changed in the last second (675
-    # in the benchmark), and waited for them by itself: the stop cost 20-30% of throughput
+    # 100 records; a checkpoint writes one record per run changed in the last second, and
+    # waited for them by itself: the stop cost throughput (docs/benchmarks.md)
     app.producer.buffer.max_messages = PRODUCER_BUFFER
     app.transport = transport.WorkerTransport(app.conf.broker_consumer, app)  # (see there)
     names = cfg.topics
@@ -148,9 +152,12 @@ def run_worker(cfg: WorkerConfig, loglevel: str = "warning", stalls: int = 0) ->
     ensure_topics(cfg.bootstrap, cfg.topics, cfg.partitions, extra=worker_topics(cfg.app_id))
     gc.set_threshold(*GC_THRESHOLDS)
     clients.retried_errors_as_warnings()
-    app, rt = create_app(cfg)
+    # Faust keeps nothing there (tables are in memory, their changelogs in Kafka), but makes
+    # it: a scratch directory, not one left in whatever directory the worker started in
+    scratch = tempfile.TemporaryDirectory(prefix=f"trustlayer-{cfg.app_id}-")
+    app, rt = create_app(cfg, Path(scratch.name))
     # the libraries, the models and the app live as long as the process: a full collection
-    # walked them all and held the worker 85-111 ms once or twice a minute at 500 events/s
+    # walked them all and held the worker (measured: docs/benchmarks.md)
     gc.freeze()
     rt.metrics.stalls.labels("restarted").inc(stalls)
     if cfg.settings.refine and not cfg.train_dirs:
@@ -164,7 +171,7 @@ def run_worker(cfg: WorkerConfig, loglevel: str = "warning", stalls: int = 0) ->
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False,
                           stdout=sys.stderr)
     # Faust's startup spinner sets the root logger to DEBUG so that every record makes it
-    # spin: aiokafka then builds a debug record per message sent (~6% of the worker's time)
+    # spin: aiokafka then builds a debug record per message sent (docs/benchmarks.md)
     worker.spinner = None
     code = 0
     try:
@@ -174,6 +181,7 @@ def run_worker(cfg: WorkerConfig, loglevel: str = "warning", stalls: int = 0) ->
     finally:
         rt.learner.stop()
         rt.decoder.stop()
+        scratch.cleanup()
     return EXIT_RESTART if rt.watchdog.restart else code
 
 

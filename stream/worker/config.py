@@ -10,8 +10,8 @@ from stream.kafka.topics import TopicNames, finished_topic
 
 #: The worker's cyclic garbage collector thresholds (Python's default: 700, 10, 10). Judging
 #: an event allocates thousands of short-lived containers while models and run records stay:
-#: at the default the collector ran every few events and scanned what stayed, 9% of the
-#: processor's time, with pauses up to 0.2 s (each a latency spike for every run waiting).
+#: at the default the collector ran every few events and scanned what stayed, a share of
+#: the processor's time and a latency spike for every run waiting (docs/benchmarks.md).
 GC_THRESHOLDS = (50_000, 20, 20)
 
 

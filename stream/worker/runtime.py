@@ -73,8 +73,8 @@ class Outlets:
     Records go straight to the producer's batches (Faust's ``Topic.send``), not through
     Faust's ``send_soon`` buffer: that buffer hands one record at a time to the producer,
     and the table's changelog writes of a checkpoint (hundreds at once) go through it, so
-    verdicts judged just after a checkpoint waited behind them (p99 42-58 ms, up to 133 ms,
-    at 500 events/s, most of the publish -> verdict tail)."""
+    verdicts judged just after a checkpoint waited behind them: most of the publish ->
+    verdict tail (measured: docs/benchmarks.md)."""
 
     def __init__(self, verdicts: Any, dlq: Any, finished: Any):
         self.verdicts, self.dlq, self.finished = verdicts, dlq, finished

@@ -18,7 +18,7 @@ from mode.utils.futures import maybe_async
 #: Faust asks 1,500). aiokafka sends no other fetch while one is out, so a fetch of only
 #: quiet partitions (finished runs, changelogs) kept events already on the broker from the
 #: worker that long. A quiet worker asks the broker 50 times a second (measured:
-#: docs/benchmarks.md, "The worker's fetch settings").
+#: docs/benchmarks.md, "Why the worker's settings are what they are").
 WORKER_FETCH_MAX_WAIT_MS = 20
 
 
