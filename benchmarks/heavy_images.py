@@ -27,8 +27,9 @@ from stream_workloads import EXAMPLES, PARTITIONS, produce, start_worker, wait_r
 from stream.commands.replay import read_events
 from stream.kafka import clients
 from stream.kafka.broker import EmbeddedKafka
+from stream.kafka.names import TopicNames, topic_names
 from stream.kafka.processes import free_port, stopped_as_by_ctrl_c
-from stream.kafka.topics import TopicNames, ensure_topics, topic_names
+from stream.kafka.topics import ensure_topics
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 

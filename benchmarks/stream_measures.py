@@ -41,8 +41,9 @@ from stream.judging.processor import StreamProcessor
 from stream.judging.records import DictStore, Source
 from stream.judging.settings import WorkerSettings
 from stream.kafka import clients
+from stream.kafka.names import topic_names
 from stream.kafka.processes import free_port, stop_process
-from stream.kafka.topics import ensure_topics, topic_names
+from stream.kafka.topics import ensure_topics
 from stream.models.registry import ModelRegistry
 from stream.worker import transport
 from stream.worker.config import GC_THRESHOLDS

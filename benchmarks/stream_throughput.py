@@ -48,8 +48,9 @@ from stream_workloads import EXAMPLES, PARTITIONS, copies, produce, steal_during
 from stream.commands.replay import read_events
 from stream.commands.replay import round_robin as interleave
 from stream.kafka.broker import EmbeddedKafka
+from stream.kafka.names import topic_names
 from stream.kafka.processes import stopped_as_by_ctrl_c
-from stream.kafka.topics import ensure_topics, topic_names
+from stream.kafka.topics import ensure_topics
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import run_of_events
 

@@ -294,7 +294,8 @@ def publish_events(bootstrap: str, topic: str, events: Iterable[dict],
 def setup(kafka, tmp_path: Path):
     """Fresh topics (a new prefix) on `kafka` and a models directory holding model():
     (prefix, topic names, models directory)."""
-    from stream.kafka.topics import ensure_topics, topic_names
+    from stream.kafka.names import topic_names
+    from stream.kafka.topics import ensure_topics
 
     prefix = unique("t")
     topics = topic_names(prefix)

@@ -10,79 +10,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
-import importlib.util
 import json
 import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
+from stream.commands import models
+from stream.commands.options import kafka_options, missing_extra, needs_broker, needs_extra
+from stream.kafka import broker_command
+from stream.kafka.names import DEFAULT_PORT
+from stream.worker.config import WorkerConfig
 from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK
 
-DEFAULT_BROKER = "127.0.0.1:9092"
-EXTRA_MODULES = ("faust", "aiokafka", "prometheus_client")  # what `[stream]` installs
-REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "jupyter"
-
-
-def _kafka_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--broker", default=os.environ.get("TRUSTLAYER_BROKER", DEFAULT_BROKER),
-                        help="Kafka bootstrap HOST:PORT (default $TRUSTLAYER_BROKER or "
-                        f"{DEFAULT_BROKER})")
-    parser.add_argument("--topics", default="trustlayer", metavar="PREFIX",
-                        help="topic name prefix (default trustlayer: trustlayer.events, ...)")
-
-
-def needs_broker(command: str) -> Callable:
-    """Run a command only if a Kafka broker answers at its ``--broker``; else one line
-    (the address, how to start one) and exit code 2."""
-    def wrap(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        @functools.wraps(func)
-        def run(args: argparse.Namespace) -> int:
-            from stream.kafka.probe import broker_problem
-
-            problem = broker_problem(args.broker, f"trustlayer {command}")
-            if problem is not None:
-                print(problem, file=sys.stderr)
-                return EXIT_BAD_INPUT
-            return func(args)
-        return run
-    return wrap
-
-
-def missing_extra() -> list[str]:
-    """The modules of the ``[stream]`` extra that are not installed (one imported already
-    is: faust's lazy module has no ``__spec__`` for ``find_spec`` to read)."""
-    return [name for name in EXTRA_MODULES
-            if sys.modules.get(name, ...) is None
-            or (name not in sys.modules and importlib.util.find_spec(name) is None)]
-
-
-def needs_extra(command: str, missing: list[str]) -> Callable[[argparse.Namespace], int]:
-    """A command that only says how to install the streaming extra it needs."""
-    def run(_: argparse.Namespace) -> int:
-        print(f"trustlayer {command}: needs the streaming extra ({', '.join(missing)} not "
-              "installed): pip install '.[stream]' in the repository (or `bash .ci/setup`, "
-              "which also fetches Kafka)", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    return run
-
-
-# -- broker ---------------------------------------------------------------------------------
-def cmd_broker(args: argparse.Namespace) -> int:
-    from stream.kafka.broker_command import main as broker_main
-    return broker_main((["--libs", args.libs] if args.libs else []) +
-                       (["--keep"] if args.keep else []) +
-                       (["--data", args.data] if args.data else []) + ["--port", str(args.port)])
+#: The worker's defaults, which its options show and take (the one place they are set).
+WORKER = WorkerConfig()
+RUNS = WORKER.settings
+REPO_EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "jupyter"
 
 
 # -- worker ---------------------------------------------------------------------------------
 def worker_config(args: argparse.Namespace):
     from stream.judging.settings import WorkerSettings
-    from stream.kafka.topics import topic_names
+    from stream.kafka.names import topic_names
     from stream.models.attest import runner_keys
-    from stream.worker.config import WorkerConfig
 
     settings = WorkerSettings(
         images_dir=Path(args.images).resolve() if args.images else None,
@@ -129,7 +79,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 @needs_broker("replay")
 def cmd_replay(args: argparse.Namespace) -> int:
     from stream.commands.replay import replay
-    from stream.kafka.topics import ensure_topics, topic_names
+    from stream.kafka.names import topic_names
+    from stream.kafka.topics import ensure_topics
 
     names = topic_names(args.topics)
     ensure_topics(args.broker, names)
@@ -144,7 +95,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 @needs_broker("verdicts")
 def cmd_verdicts(args: argparse.Namespace) -> int:
     from stream.commands.console import follow, verdict_line
-    from stream.kafka.topics import topic_names
+    from stream.kafka.names import topic_names
 
     names = topic_names(args.topics)
 
@@ -163,94 +114,6 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# -- models ---------------------------------------------------------------------------------
-async def read_models(bootstrap: str, topic: str):
-    """A registry with every model version still in `topic` (read to its end)."""
-    from stream.deadletter import Rejected
-    from stream.kafka import clients
-    from stream.models.registry import ModelRegistry
-    from stream.models.signing import model_key, verified_model
-
-    registry, key = ModelRegistry(), model_key()
-    async with clients.consumer(bootstrap) as consumer:
-        end = await clients.assign_all(consumer, bootstrap, topic)
-        if end is None:
-            return registry
-        while any([await consumer.position(tp) < end[tp] for tp in end]):
-            for records in (await consumer.getmany(timeout_ms=500)).values():
-                for record in records:
-                    try:
-                        registry.add(verified_model(record, key))
-                    except Rejected as exc:
-                        print(f"trustlayer models: refused ({exc.reason}): {exc.message[:300]}",
-                              file=sys.stderr)
-    return registry
-
-
-async def publish_model(bootstrap: str, topic: str, model) -> None:
-    from stream.kafka import clients
-    from stream.models.registry import encode_model
-    from stream.models.signing import model_key, signed_headers
-
-    value = encode_model(model)
-    async with clients.producer(bootstrap) as producer:
-        await producer.send_and_wait(topic, key=model.task.encode(), value=value,
-                                     headers=signed_headers(value, model_key()))
-
-
-@needs_broker("models history")
-def cmd_models_history(args: argparse.Namespace) -> int:
-    from stream.kafka.topics import topic_names
-
-    names = topic_names(args.topics)
-    registry = asyncio.run(read_models(args.broker, names.models))
-    if args.task not in registry.versions:
-        known = ", ".join(registry.tasks()) or "none"
-        print(f"trustlayer models: no model of task {args.task!r} in {names.models} "
-              f"(tasks: {known})", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    entries = registry.history(args.task)
-    if args.format == "json":
-        for entry in entries:
-            print(json.dumps(entry))
-        return EXIT_OK
-    for entry in entries:
-        when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry["ts"]))
-                if entry.get("ts") else "-")
-        line = f"v{entry['version']}  {entry['action']:<8}  {when}"
-        if entry.get("parent") is not None:
-            line += f"  from v{entry['parent']}"
-        if entry.get("rolled_back_to") is not None:
-            line += f"  (body of v{entry['rolled_back_to']})"
-        print(line)
-        for name in entry.get("added", []):
-            print(f"      + {name}")
-        for name in entry.get("dropped", []):
-            print(f"      - {name}")
-        if entry.get("runs"):
-            print(f"      runs merged: {', '.join(entry['runs'])}")
-    return EXIT_OK
-
-
-@needs_broker("models rollback")
-def cmd_models_rollback(args: argparse.Namespace) -> int:
-    from stream.kafka.topics import topic_names
-
-    names = topic_names(args.topics)
-    registry = asyncio.run(read_models(args.broker, names.models))
-    try:
-        model = registry.rollback(args.task, args.version)
-    except KeyError as exc:
-        print(f"trustlayer models rollback: {exc.args[0]}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    asyncio.run(publish_model(args.broker, names.models, model))
-    entry = model.history[-1]
-    print(f"{args.task}: version {model.version} = version {args.version} "
-          f"(added {entry['added'] or 'none'}, dropped {entry['dropped'] or 'none'}) "
-          f"published to {names.models}")
-    return EXIT_OK
-
-
 # -- demo -----------------------------------------------------------------------------------
 def cmd_demo(args: argparse.Namespace) -> int:
     from stream.commands.demo import run_demo
@@ -260,69 +123,70 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the streaming commands to ``trustlayer``'s parser."""
     p = subparsers.add_parser("broker", help="start an embedded Kafka 4.4 (KRaft) on "
-                              "127.0.0.1:9092 (--port) and print its address")
-    p.add_argument("--libs", help="the broker jars (default: deploy/kafka/fetch.sh's cache)")
-    p.add_argument("--keep", action="store_true", help="keep its data and log on exit")
-    p.add_argument("--data", metavar="DIR", help="its config, data and log in DIR, kept; "
-                   "started again on the topics of a DIR used before")
-    p.add_argument("--port", type=int, default=int(DEFAULT_BROKER.rsplit(":", 1)[1]),
-                   help="listen on 127.0.0.1:PORT (default 9092, the other commands' default "
-                   "--broker; 0: any free port)")
-    p.set_defaults(func=cmd_broker)
+                              f"127.0.0.1:{DEFAULT_PORT} (--port) and print its address")
+    broker_command.add_arguments(p)
+    p.set_defaults(func=broker_command.run)
 
     p = subparsers.add_parser("worker", help="the streaming validator (a Faust worker)")
-    _kafka_options(p)
+    kafka_options(p)
     p.add_argument("--models", metavar="DIR", help="model files (*.json) to load at start")
     p.add_argument("--train", metavar="DIR", action="append", default=[],
                    help="training runs a refined model is learned from (repeatable)")
     p.add_argument("--images", metavar="DIR",
                    help="screenshots given by path are read from this directory only")
-    p.add_argument("--app-id", default="trustlayer-worker",
+    p.add_argument("--app-id", default=WORKER.app_id,
                    help="Faust app id = consumer group (workers with the same id share runs)")
-    p.add_argument("--partitions", type=int, default=4, help="partitions of new topics")
+    p.add_argument("--partitions", type=int, default=WORKER.partitions,
+                   help="partitions of new topics")
     p.add_argument("--no-refine", action="store_true", help="no online refinement")
     p.add_argument("--refine-on-verdict", action="store_true",
                    help="also refine on runs without an outcome that the validator passed")
     p.add_argument("--drop-after", type=int, metavar="K",
                    help="independent runners whose attested successes must agree before "
                    "refinement drops a milestone or passes what the model fails (default 3)")
-    p.add_argument("--decode-budget", type=float, default=5.0, metavar="S",
+    p.add_argument("--decode-budget", type=float, default=RUNS.decode_budget, metavar="S",
                    help="seconds a screenshot may take to decode before its run ends as a "
-                   "stream fault (default 5)")
-    p.add_argument("--shadow-runs", type=int, default=20, metavar="N",
+                   f"stream fault (default {RUNS.decode_budget:g})")
+    p.add_argument("--shadow-runs", type=int, default=RUNS.shadow_runs, metavar="N",
                    help="runs a refined version that changes what the model passes judges in "
-                   "shadow before it is used (default 20)")
+                   f"shadow before it is used (default {RUNS.shadow_runs})")
     p.add_argument("--end-silence", type=float, metavar="S",
                    help="finalise a run without its end event as incomplete after S seconds "
                    "without events (default: from its model's learned durations, >= 30)")
     p.add_argument("--no-deadlines", action="store_true",
                    help="no timer verdicts (deadlines, long states): like the batch validator")
-    p.add_argument("--reorder-window", type=int, default=64, metavar="N",
-                   help="events held at most while one is missing (default 64)")
-    p.add_argument("--reorder-timeout", type=float, default=30.0, metavar="S",
-                   help="seconds a missing event is waited for (default 30)")
-    p.add_argument("--max-run-events", type=int, default=20_000, metavar="N",
-                   help="a run with more events fails with 'run too long' (default 20000; "
+    p.add_argument("--reorder-window", type=int, default=RUNS.reorder_window, metavar="N",
+                   help=f"events held at most while one is missing (default "
+                   f"{RUNS.reorder_window})")
+    p.add_argument("--reorder-timeout", type=float, default=RUNS.reorder_timeout, metavar="S",
+                   help=f"seconds a missing event is waited for (default "
+                   f"{RUNS.reorder_timeout:g})")
+    p.add_argument("--max-run-events", type=int, default=RUNS.max_run_events, metavar="N",
+                   help="a run with more events fails with 'run too long' (default "
+                   f"{RUNS.max_run_events}; "
                    "with 1 MB of history at most, its record stays under Kafka's 10 MB)")
-    p.add_argument("--fetch-buffer", type=float, default=64.0, metavar="MB",
-                   help="events fetched and waiting to be judged at most before fetching "
-                   "pauses (default 64 MB; and 4096 events)")
-    p.add_argument("--metrics-port", type=int, default=9108,
-                   help="Prometheus /metrics port (default 9108, 0: off)")
+    p.add_argument("--fetch-buffer", type=float, default=WORKER.fetch_buffer_bytes / 2**20,
+                   metavar="MB", help="events fetched and waiting to be judged at most before "
+                   f"fetching pauses (default {WORKER.fetch_buffer_bytes / 2**20:g} MB; and "
+                   "4096 events)")
+    p.add_argument("--metrics-port", type=int, default=WORKER.metrics_port,
+                   help=f"Prometheus /metrics port (default {WORKER.metrics_port}, 0: off)")
     p.add_argument("--metrics-addr", metavar="ADDR",
-                   default=os.environ.get("TRUSTLAYER_METRICS_ADDR", "127.0.0.1"),
+                   default=os.environ.get("TRUSTLAYER_METRICS_ADDR", WORKER.metrics_addr),
                    help="address /metrics listens on (default $TRUSTLAYER_METRICS_ADDR or "
-                   "127.0.0.1: this machine only; 0.0.0.0: every interface)")
-    p.add_argument("--session-timeout", type=float, default=10.0, metavar="S",
-                   help="Kafka group session timeout (default 10 s)")
+                   f"{WORKER.metrics_addr}: this machine only; 0.0.0.0: every interface)")
+    p.add_argument("--session-timeout", type=float, default=WORKER.session_timeout,
+                   metavar="S", help="Kafka group session timeout (default "
+                   f"{WORKER.session_timeout:g} s)")
     p.add_argument("--instance-id", metavar="ID",
                    help="Kafka static group membership (group.instance.id, unique per worker "
                    "of an app id): a worker started again within the session timeout gets its "
                    "partitions back without a rebalance")
-    p.add_argument("--stall-restart", type=float, default=30.0, metavar="S",
+    p.add_argument("--stall-restart", type=float, default=WORKER.stall_restart, metavar="S",
                    help="start the worker again when a partition's records stay undelivered "
-                   "(or its topics unassigned) this long (default 30 s)")
-    p.add_argument("--tick", type=float, default=1.0, metavar="S", help="timer period (1 s)")
+                   f"(or its topics unassigned) this long (default {WORKER.stall_restart:g} s)")
+    p.add_argument("--tick", type=float, default=WORKER.tick_interval, metavar="S",
+                   help=f"timer period ({WORKER.tick_interval:g} s)")
     p.add_argument("--log-level", default="warning",
                    choices=["debug", "info", "warning", "error"],
                    help="what the worker logs to standard error (default warning)")
@@ -330,7 +194,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("replay", help="publish recorded runs as runners would")
     p.add_argument("paths", nargs="+", help="trace directories or .jsonl files")
-    _kafka_options(p)
+    kafka_options(p)
     p.add_argument("--speed", type=float, default=1.0,
                    help="time factor (2: twice as fast; 0: as fast as possible)")
     p.add_argument("--stagger", type=float, default=0.0, metavar="S",
@@ -346,26 +210,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_replay)
 
     p = subparsers.add_parser("verdicts", help="follow the verdict topic")
-    _kafka_options(p)
+    kafka_options(p)
     p.add_argument("--new", action="store_true", help="only verdicts from now on")
     p.add_argument("--final", action="store_true", help="only final verdicts")
     p.add_argument("--format", choices=["text", "json"], default="text",
                    help="text (default): a line per verdict; json: the verdict records")
     p.set_defaults(func=cmd_verdicts)
 
-    p = subparsers.add_parser("models", help="model versions on the models topic")
-    sub = p.add_subparsers(dest="models_command", required=True)
-    q = sub.add_parser("history", help="every version of a task's model and what changed")
-    q.add_argument("task", help="the task whose model it is (the traces' task field)")
-    _kafka_options(q)
-    q.add_argument("--format", choices=["text", "json"], default="text",
-                   help="text (default): a few lines per version; json: one record each")
-    q.set_defaults(func=cmd_models_history)
-    q = sub.add_parser("rollback", help="publish an old version again as the newest")
-    q.add_argument("task", help="the task whose model it is (the traces' task field)")
-    q.add_argument("version", type=int, help="the version to publish again (see history)")
-    _kafka_options(q)
-    q.set_defaults(func=cmd_models_rollback)
+    models.register(subparsers)
 
     p = subparsers.add_parser("demo", help="embedded Kafka + worker + replay, live verdicts")
     p.add_argument("directory", nargs="?", default=str(REPO_EXAMPLES),

@@ -34,8 +34,9 @@ from rich.text import Text
 from stream.commands.console import follow, verdict_line
 from stream.commands.replay import publish, read_events, schedule
 from stream.commands.screen import Screen
+from stream.kafka.names import topic_names
 from stream.kafka.processes import die_with_parent, stop_process, stopped_as_by_ctrl_c
-from stream.kafka.topics import ensure_topics, topic_names
+from stream.kafka.topics import ensure_topics
 from stream.models.registry import training_set
 from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK, TraceError
 from trustlayer.judge.status import VALIDATE_FIELDS

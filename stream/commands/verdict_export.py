@@ -34,7 +34,7 @@ async def export_final_verdicts(bootstrap: str, topic: str, exporter: Any, group
 
 
 def cmd_export_verdicts(args: argparse.Namespace) -> int:
-    from stream.kafka.topics import topic_names
+    from stream.kafka.names import topic_names
     from trustlayer.otel.verdicts import VerdictExporter  # the otel extra, only when used
 
     exporter = VerdictExporter(endpoint=args.endpoint)
@@ -50,11 +50,11 @@ def cmd_export_verdicts(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """The ``export-verdicts`` command (entry point ``trustlayer.commands``)."""
-    from stream.commands.cli import _kafka_options, missing_extra, needs_broker, needs_extra
+    from stream.commands.options import kafka_options, missing_extra, needs_broker, needs_extra
 
     p = subparsers.add_parser("export-verdicts", help="send the worker's final verdicts as "
                               "OpenTelemetry gen_ai.evaluation.result events (OTLP/HTTP)")
-    _kafka_options(p)
+    kafka_options(p)
     p.add_argument("--endpoint", required=True,
                    help="OTLP/HTTP logs endpoint, e.g. http://collector:4318/v1/logs")
     p.add_argument("--group", default="trustlayer-verdict-export",

@@ -36,10 +36,8 @@ DEFAULT_LIBS = Path.home() / ".cache" / "trustlayer" / f"kafka-{KAFKA_VERSION}" 
 KAFKA_MAIN = "kafka.Kafka"
 STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
 MESSAGE_MAX_BYTES = 10 * 1024 * 1024
-#: Port of ``trustlayer broker`` by default: the other commands' default --broker.
-DEFAULT_PORT = 9092
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+_REPO_ROOT = Path(__file__).resolve().parents[2]  # stream/kafka/broker.py
 FETCH_HINT = (
     f"run `deploy/kafka/fetch.sh` (in {_REPO_ROOT}) to fetch the Kafka {KAFKA_VERSION} jars "
     f"from Maven Central, or point {LIBS_ENV} at a directory holding them"

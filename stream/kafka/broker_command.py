@@ -10,20 +10,18 @@ import time
 
 from stream.kafka.broker import (
     DEFAULT_LIBS,
-    DEFAULT_PORT,
     KAFKA_VERSION,
     LIBS_ENV,
     BrokerStartError,
     EmbeddedKafka,
     KafkaLibsMissing,
 )
+from stream.kafka.names import DEFAULT_PORT
 from stream.kafka.probe import broker_ready
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`trustlayer broker`: start the embedded Kafka, print its address and PID, run until
-    Ctrl+C."""
-    parser = argparse.ArgumentParser(prog="trustlayer broker", description=main.__doc__)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``trustlayer broker``."""
     parser.add_argument("--libs", help=f"broker jars (default: ${LIBS_ENV} or {DEFAULT_LIBS})")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (data, log) on exit")
     parser.add_argument("--data", metavar="DIR",
@@ -32,7 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help=f"listen on 127.0.0.1:PORT (default {DEFAULT_PORT}, the other "
                         "commands' default; 0: a free port)")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """`trustlayer broker`: start the embedded Kafka, print its address and PID, run until
+    Ctrl+C."""
     try:
         broker = EmbeddedKafka(args.libs, keep_dir=args.keep, port=args.port or None,
                                directory=args.data)

@@ -18,7 +18,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from stream.kafka import clients
-from stream.kafka.topics import TopicNames
+from stream.kafka.names import TopicNames
 
 if TYPE_CHECKING:
     from typing_extensions import Self

@@ -15,24 +15,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Mapping
-from dataclasses import astuple, dataclass
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
 
 from stream.kafka import clients
 from stream.kafka.clients import MAX_MESSAGE_BYTES
-
-
-@dataclass(frozen=True)
-class TopicNames:
-    events: str = "trustlayer.events"
-    verdicts: str = "trustlayer.verdicts"
-    models: str = "trustlayer.models"
-    dlq: str = "trustlayer.events.dlq"
-
-    def all(self) -> tuple[str, ...]:
-        return astuple(self)
+from stream.kafka.names import RUNS_TABLE, TRAINING_TABLE, TopicNames, finished_topic
 
 
 def topic_configs(names: TopicNames) -> dict[str, dict[str, str]]:
@@ -44,15 +33,6 @@ def topic_configs(names: TopicNames) -> dict[str, dict[str, str]]:
         names.models: {"cleanup.policy": "compact", **big},
         names.dlq: dict(big),
     }
-
-
-#: The worker's tables (Faust keeps each in a changelog topic ``<app_id>-<table>-changelog``).
-RUNS_TABLE, TRAINING_TABLE = "runs", "training"
-
-
-def finished_topic(app_id: str) -> str:
-    """The topic of finished successful runs that online refinement reads."""
-    return f"{app_id}-finished-runs"
 
 
 def worker_topics(app_id: str) -> dict[str, dict[str, str]]:
@@ -142,9 +122,3 @@ def ensure_topics(
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a loop runs here: use another thread
         return pool.submit(asyncio.run, coro).result()
-
-
-def topic_names(prefix: str = "trustlayer") -> TopicNames:
-    """The four topic names under `prefix` (``trustlayer`` gives the defaults)."""
-    return TopicNames(f"{prefix}.events", f"{prefix}.verdicts", f"{prefix}.models",
-                      f"{prefix}.events.dlq")

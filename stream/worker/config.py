@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stream.judging.settings import WorkerSettings
-from stream.kafka.topics import TopicNames, finished_topic
+from stream.kafka.names import DEFAULT_BROKER, TopicNames, finished_topic
 
 #: The worker's cyclic garbage collector thresholds (Python's default: 700, 10, 10). Judging
 #: an event allocates thousands of short-lived containers while models and run records stay:
@@ -19,7 +19,7 @@ GC_THRESHOLDS = (50_000, 20, 20)
 class WorkerConfig:
     """Everything ``trustlayer worker`` is told (see ``trustlayer worker --help``)."""
 
-    bootstrap: str = "127.0.0.1:9092"
+    bootstrap: str = DEFAULT_BROKER
     app_id: str = "trustlayer-worker"
     topics: TopicNames = field(default_factory=TopicNames)
     partitions: int = 4

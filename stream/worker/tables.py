@@ -10,7 +10,7 @@ from typing import Any
 import faust
 
 from stream.kafka.clients import MAX_MESSAGE_BYTES
-from stream.kafka.topics import RUNS_TABLE, TRAINING_TABLE
+from stream.kafka.names import RUNS_TABLE, TRAINING_TABLE
 from stream.worker.config import WorkerConfig
 
 

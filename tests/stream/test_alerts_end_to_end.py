@@ -17,8 +17,9 @@ from streamkit import (
     unique,
 )
 
+from stream.kafka.names import topic_names
 from stream.kafka.processes import free_port
-from stream.kafka.topics import ensure_topics, topic_names
+from stream.kafka.topics import ensure_topics
 
 
 def wait_for(condition, timeout: float, what: str, *logs: Path) -> None:

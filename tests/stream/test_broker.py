@@ -15,8 +15,9 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from stream.kafka import broker as broker_mod
 from stream.kafka import clients
 from stream.kafka.broker import EmbeddedKafka, KafkaLibsMissing
+from stream.kafka.names import TopicNames
 from stream.kafka.probe import broker_ready
-from stream.kafka.topics import TopicNames, ensure_topics, ensure_topics_async
+from stream.kafka.topics import ensure_topics, ensure_topics_async
 
 MB = 1024 * 1024
 

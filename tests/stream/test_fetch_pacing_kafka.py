@@ -11,7 +11,8 @@ import time
 import uuid
 
 from stream.kafka import clients
-from stream.kafka.topics import ensure_topics_async, topic_names
+from stream.kafka.names import topic_names
+from stream.kafka.topics import ensure_topics_async
 from stream.worker import transport
 
 

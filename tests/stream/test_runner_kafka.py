@@ -13,9 +13,10 @@ from playwright_example import CASES, run_agent
 from streamkit import Worker, await_topic, read_topic, unique
 
 from stream.kafka.broker import EmbeddedKafka
+from stream.kafka.names import topic_names
 from stream.kafka.processes import free_port
 from stream.kafka.runner_sink import AsyncKafkaSink, KafkaSink, SinkError
-from stream.kafka.topics import ensure_topics, topic_names
+from stream.kafka.topics import ensure_topics
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 from trustlayer.runner import AsyncRun, Run

@@ -10,7 +10,8 @@ import sys
 from otlp_receiver import Receiver
 from streamkit import batch_verdicts, produce, unique
 
-from stream.kafka.topics import ensure_topics, topic_names
+from stream.kafka.names import topic_names
+from stream.kafka.topics import ensure_topics
 
 
 def test_final_verdicts_on_the_topic_become_evaluation_events(kafka):
