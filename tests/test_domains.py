@@ -10,7 +10,8 @@ import sys
 import pytest
 from devsets import REPO, SHARED
 
-from trustlayer.cli import judge_paths, main
+from trustlayer.cli import main
+from trustlayer.judge.batch import judge_paths
 from trustlayer.judge.phases import phases
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import load_labels, read_runs

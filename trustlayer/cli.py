@@ -51,20 +51,21 @@ def _model(args: argparse.Namespace) -> Model:
     return load_model(args.model, f"trustlayer {args.command} {MODEL_USAGE[args.command]}")
 
 def cmd_learn(args: argparse.Namespace) -> int:
-    from trustlayer.inputs import labels_near, progress, read_traces
+    from trustlayer.inputs import progress, read_traces
     from trustlayer.learn.learner import learn
+    from trustlayer.observe.traces import read_training
     from trustlayer.settings import Settings
 
     folder = Path(args.output).parent
     if not folder.is_dir():  # said before learning, not after
         raise UsageError(f"-o {args.output}: no folder {folder} to write it in")
-    runs = read_traces(args.paths, "reading", args.quiet)
-    labels = labels_near(args.paths)
+    runs, causes = read_training(args.paths,
+                                 lambda paths: read_traces(paths, "reading", args.quiet))
     settings = Settings()
     if args.llm_base_url:
         settings.llm.enabled, settings.llm.base_url = True, args.llm_base_url
     background = read_traces(args.background, "background", args.quiet) if args.background else []
-    model = learn(runs, settings, causes={rid: lab.get("cause") for rid, lab in labels.items()},
+    model = learn(runs, settings, causes=causes,
                   progress=lambda items: progress(list(items), "fingerprinting", args.quiet),
                   background=background)
     model.save(args.output)
@@ -94,19 +95,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_FAIL if report.own_failures or report.loo_failures else EXIT_OK
 
 
-def judge_paths(model: Model, paths: Sequence[str], quiet: bool) -> list[dict[str, Any]]:
-    """Verdict records for every run under `paths`."""
-    from trustlayer.compare.llm import judge_for
-    from trustlayer.inputs import progress, task_runs
-    from trustlayer.judge.matcher import judge_run
-    from trustlayer.judge.status import VALIDATE_FIELDS
-
-    llm = judge_for(model.settings.llm)
-    runs = task_runs(model, paths, quiet)
-    return [judge_run(model, run, llm).to_json(VALIDATE_FIELDS)
-            for run in progress(runs, "validating", quiet)]
-
-
 def _plain_line(record: dict[str, Any]) -> str:
     """A verdict as a line of a text file (no colour)."""
     from trustlayer.show.terminal import Painter, verdict_text
@@ -118,6 +106,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     ``-o``, ``--junit``, ``--markdown``, ``--report``, ``--github-output``); close with
     pytest's summary line (on standard error when standard output holds a format)."""
     from trustlayer.inputs import task_runs
+    from trustlayer.judge.batch import judge_paths
     from trustlayer.show import ci as outputs
     from trustlayer.show.terminal import (
         Painter,
@@ -164,6 +153,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.baselines or args.markdown or args.directory is None:
         from trustlayer.score.evaluation import cmd_eval as compare_judges
         return compare_judges(args)
+    from trustlayer.judge.batch import judge_paths
     from trustlayer.observe.traces import load_labels
     from trustlayer.score.scores import score
 

@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from trustlayer.errors import ModelError, UsageError
 from trustlayer.model import Model
-from trustlayer.observe.traces import Run, load_labels, read_run, trace_files
+from trustlayer.observe.traces import Run, read_run, trace_files
 
 
 def progress(items: Sequence, description: str, quiet: bool) -> Any:
@@ -21,22 +21,12 @@ def progress(items: Sequence, description: str, quiet: bool) -> Any:
                 file=sys.stderr, leave=False)
 
 
-def read_traces(paths: Sequence[str], description: str, quiet: bool) -> list[Run]:
+def read_traces(paths: Sequence[str | Path], description: str, quiet: bool) -> list[Run]:
     """Every run in the trace files and folders `paths`."""
     files = list(trace_files(paths))
     if not files:
-        raise UsageError(f"no .jsonl trace files in {', '.join(paths)}")
+        raise UsageError(f"no .jsonl trace files in {', '.join(map(str, paths))}")
     return [read_run(f) for f in progress(files, description, quiet)]
-
-
-def labels_near(paths: Sequence[str]) -> dict[str, Any]:
-    """The ``labels.json`` of the folders `paths` are or are in, merged."""
-    labels: dict[str, Any] = {}
-    for path in map(Path, paths):
-        folder = path if path.is_dir() else path.parent
-        if (folder / "labels.json").is_file():
-            labels.update(load_labels(folder))
-    return labels
 
 
 def load_model(path: str, usage: str = "trustlayer validate MODEL.json RUN...") -> Model:

@@ -37,11 +37,10 @@ from stream.commands.screen import Screen
 from stream.kafka.names import topic_names
 from stream.kafka.processes import die_with_parent, stop_process, stopped_as_by_ctrl_c
 from stream.kafka.topics import ensure_topics
-from stream.models.registry import training_set
 from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK, TraceError
 from trustlayer.judge.status import VALIDATE_FIELDS
 from trustlayer.learn.learner import learn
-from trustlayer.observe.traces import load_labels
+from trustlayer.observe.traces import load_labels, read_training
 from trustlayer.settings import Settings
 
 READY = "trustlayer worker ready"
@@ -62,7 +61,7 @@ def demo_record(record: dict[str, Any]) -> dict[str, Any]:
 
 def learn_models(train: Path, out: Path) -> list[str]:
     """Learn one model per task from the runs in `train`; write ``out/<task>.json``."""
-    runs, causes = training_set(train)
+    runs, causes = read_training([train])
     tasks = sorted({run.task for run in runs})
     for task in tasks:
         model = learn([r for r in runs if r.task == task], Settings(), causes=causes)

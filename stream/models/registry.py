@@ -28,7 +28,7 @@ from typing import Any
 
 from trustlayer.errors import ModelError
 from trustlayer.model import Model
-from trustlayer.observe.traces import Run, load_labels, read_runs
+from trustlayer.observe.traces import Run
 
 log = logging.getLogger(__name__)
 
@@ -102,16 +102,6 @@ def change_entry(model: Model, parent: Model | None, action: str, **details: Any
              **milestone_diff(parent, model)}
     entry.update({k: v for k, v in details.items() if v is not None})
     return entry
-
-
-def training_set(directory: str | Path) -> tuple[list[Run], dict[str, str | None]]:
-    """The runs of a trace directory and, from its ``labels.json`` if any, the causes of
-    its failed runs (negative milestones are learned from those)."""
-    runs = read_runs([directory])
-    causes = {}
-    if (Path(directory) / "labels.json").is_file():
-        causes = {rid: label.get("cause") for rid, label in load_labels(directory).items()}
-    return runs, causes
 
 
 class ModelRegistry:

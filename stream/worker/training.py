@@ -15,13 +15,13 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from stream.kafka import clients
 from stream.models.refine import Refiner
-from stream.models.registry import ModelRegistry, training_set
+from stream.models.registry import ModelRegistry
 from stream.worker.config import WorkerConfig
 from stream.worker.model_feed import ModelFeed
 from stream.worker.progress import Progress
 from stream.worker.tables import TableStore
 from trustlayer.errors import TraceError
-from trustlayer.observe.traces import Run, run_of_events
+from trustlayer.observe.traces import Run, read_training, run_of_events
 
 log = logging.getLogger("trustlayer.worker")
 
@@ -30,7 +30,7 @@ def seed_runs(registry: ModelRegistry, directories: list[Path]) -> int:
     """Give the registry the training runs of `directories` (with ``labels.json`` causes)."""
     count = 0
     for directory in directories:
-        runs, causes = training_set(directory)
+        runs, causes = read_training([directory])
         registry.add_runs(runs, causes)
         count += len(runs)
     return count

@@ -5,8 +5,9 @@ import shutil
 import pytest
 from devsets import DEV_TASKS, EXAMPLES, SHARED
 
-from trustlayer.cli import judge_paths, main
+from trustlayer.cli import main
 from trustlayer.errors import ModelError
+from trustlayer.judge.batch import judge_paths
 from trustlayer.learn.learner import learn
 from trustlayer.model import Model
 from trustlayer.observe.traces import load_labels, read_runs

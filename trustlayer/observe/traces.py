@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -334,6 +334,20 @@ def read_runs(paths: Iterable[str | Path], settings: Settings | None = None) -> 
             raise TraceError(f"run_id '{run.run_id}' also in {seen[run.run_id]}", run.source)
         seen[run.run_id] = run.source
     return runs
+
+
+def read_training(paths: Sequence[str | Path],
+                  read: Callable[[Sequence[str | Path]], list[Run]] = read_runs,
+                  ) -> tuple[list[Run], dict[str, str | None]]:
+    """What learning takes from the trace files and folders `paths`: their runs (read by
+    `read`) and, from the ``labels.json`` of the folders they are or are in, the causes of
+    their failed runs (negative milestones are learned from those)."""
+    causes: dict[str, str | None] = {}
+    for path in map(Path, paths):
+        folder = path if path.is_dir() else path.parent
+        if (folder / "labels.json").is_file():
+            causes.update({rid: label.get("cause") for rid, label in load_labels(folder).items()})
+    return read(paths), causes
 
 
 def load_labels(directory: str | Path) -> dict[str, dict[str, Any]]:

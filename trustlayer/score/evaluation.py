@@ -22,7 +22,7 @@ from trustlayer.inputs import load_model
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
 from trustlayer.model import Model
-from trustlayer.observe.traces import Run, load_labels, read_runs
+from trustlayer.observe.traces import Run, load_labels, read_runs, read_training
 from trustlayer.score.baselines import BASELINES, NOT_APPLICABLE
 from trustlayer.score.scores import Scores
 from trustlayer.settings import Settings
@@ -119,12 +119,9 @@ def task_dirs(root: str | Path, depth: int = 2) -> list[Path]:
 def evaluate_task(folder: Path, baselines: bool = True,
                   settings: Settings | None = None) -> TaskResult:
     """Learn the task of `folder`/train, judge `folder`/test, score every judge."""
-    train = read_runs([folder / "train"])
-    train_labels = load_labels(folder / "train") if (folder / "train" / "labels.json").is_file() \
-        else {}
+    train, causes = read_training([folder / "train"])
     start = time.perf_counter()
-    model = learn(train, settings, causes={rid: lab.get("cause")
-                                           for rid, lab in train_labels.items()})
+    model = learn(train, settings, causes=causes)
     learned = time.perf_counter() - start
     tests, labels = read_runs([folder / "test"]), load_labels(folder / "test")
     references = [run for run in train if run.outcome != "failure"]
