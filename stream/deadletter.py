@@ -33,23 +33,14 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from trustlayer.errors import cut
+from trustlayer.errors import TRACE_CODES, cut
 
-#: DLQ reasons by what the core's TraceError says (the first that matches).
-CORE_REASONS = {
-    "malformed_json": ("not valid JSON",),
-    "too_deep": ("nested deeper than",),
-    "image_too_large": ("over the limit of", "decompression bomb"),
-    "bad_image": ("is not a PNG", "not PNG, JPEG or WebP", "data URI", "screenshot must be",
-                  "not a regular file"),
-    "path_outside_dir": ("leaves the trace directory", "no image directory is allowed"),
-    "image_not_found": ("screenshot file not found",),
-}
-OTHER_REASONS = ("wrong_schema", "wrong_key", "no_model", "wrong_task", "after_end",
-                 "conflicting_duplicate", "run_id_reused",
-                 "unsigned_model", "bad_signature", "bad_model", "internal_error")
+#: The stream's own reasons; an event the core refuses goes by its TraceError's code.
+STREAM_REASONS = ("wrong_key", "no_model", "wrong_task", "after_end", "conflicting_duplicate",
+                  "run_id_reused", "unsigned_model", "bad_signature", "bad_model",
+                  "internal_error")
 #: Every DLQ reason.
-REASONS = (*CORE_REASONS, *OTHER_REASONS)
+REASONS = (*TRACE_CODES, *STREAM_REASONS)
 #: Bytes of a bad record's value kept in its DLQ record (the rest is cut, with a flag): the
 #: DLQ record, value escaped as JSON or base64, stays under the topic's 10 MB limit.
 DLQ_VALUE_MAX = 1024 * 1024
@@ -61,22 +52,6 @@ class Rejected(Exception):
     def __init__(self, reason: str, message: str):
         super().__init__(message)
         self.reason, self.message = reason, message
-
-
-def dlq_reason(message: str) -> str:
-    """The DLQ reason for a :class:`TraceError` message (``wrong_schema`` by default).
-
-    >>> dlq_reason("<stream>: not valid JSON (Expecting value: line 1 column 1 (char 0))")
-    'malformed_json'
-    >>> dlq_reason("x: screenshot data URI has 9000x9000 pixels, over the limit of 40000000")
-    'image_too_large'
-    >>> dlq_reason("x: missing required field 'seq'")
-    'wrong_schema'
-    """
-    for reason, phrases in CORE_REASONS.items():
-        if any(phrase in message for phrase in phrases):
-            return reason
-    return "wrong_schema"
 
 
 def dead_letter(key: bytes | None, value: bytes | None, source: Any, reason: str,

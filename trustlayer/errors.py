@@ -14,11 +14,22 @@ class UsageError(Exception):
     """Bad input that is not a trace or model problem."""
 
 
-class TraceError(ValueError):
-    """A trace that does not follow the format; says where and what."""
+#: What kind of problem a :class:`TraceError` is (its ``code``): the streaming worker's dead
+#: letters are counted by it, never by the message's words.
+MALFORMED_JSON, TOO_DEEP, WRONG_SCHEMA = "malformed_json", "too_deep", "wrong_schema"
+IMAGE_TOO_LARGE, BAD_IMAGE, IMAGE_NOT_FOUND = "image_too_large", "bad_image", "image_not_found"
+PATH_OUTSIDE_DIR = "path_outside_dir"
+TRACE_CODES = (MALFORMED_JSON, TOO_DEEP, IMAGE_TOO_LARGE, BAD_IMAGE, PATH_OUTSIDE_DIR,
+               IMAGE_NOT_FOUND, WRONG_SCHEMA)
 
-    def __init__(self, message: str, source: str = "<stream>", line: int | None = None):
-        self.message, self.source, self.line = message, source, line
+
+class TraceError(ValueError):
+    """A trace that does not follow the format; says where and what, and what kind of
+    problem it is (`code`, one of :data:`TRACE_CODES`; a field wrong by default)."""
+
+    def __init__(self, message: str, source: str = "<stream>", line: int | None = None,
+                 code: str = WRONG_SCHEMA):
+        self.message, self.source, self.line, self.code = message, source, line, code
         where = f"{source}:{line}" if line is not None else source
         super().__init__(f"{where}: {message}")
 

@@ -218,7 +218,7 @@ def check_model(data: dict, shape: Sequence[Field]) -> None:
     """
     problem = json_problem(data)
     if problem:
-        raise _fail("model", problem)
+        raise _fail("model", problem.message)
     for spec in shape:
         if spec.default is MISSING and spec.default_factory is MISSING and spec.name not in data:
             raise _fail("model", f"has no '{spec.name}'")

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from stream.deadletter import Rejected, dlq_reason
+from stream.deadletter import Rejected
 from trustlayer.errors import TraceError, cut
 from trustlayer.model import Model
 from trustlayer.observe.json_fit import MAX_NESTING
@@ -59,7 +59,7 @@ def decode_event(key: bytes | None, value: bytes | None, where: str, models: Mod
         event = parse_event(obj, source=where, base_dir=images_dir,
                             settings=model.settings if model else None)
     except TraceError as exc:
-        raise Rejected(dlq_reason(exc.message), str(exc)) from None
+        raise Rejected(exc.code, str(exc)) from None
     try:  # exactly: a replaced byte would let two keys of one run reach two partitions
         run_key = None if key is None else key.decode("utf-8")
     except UnicodeDecodeError:

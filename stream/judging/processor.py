@@ -38,7 +38,7 @@ import time
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable
 
-from stream.deadletter import Rejected, dlq_reason
+from stream.deadletter import Rejected
 from stream.judging.emitter import Emitter
 from stream.judging.events import Decoded, decode_event
 from stream.judging.metrics import Metrics
@@ -215,7 +215,7 @@ class StreamProcessor:
                                     settings=self.runs.model(rec).settings)
             except TraceError as exc:  # e.g. a referenced screenshot deleted meanwhile
                 self.emitter.dead(out, None, json.dumps(held["event"]).encode(), source,
-                                  dlq_reason(exc.message), str(exc))
+                                  exc.code, str(exc))
                 self.emitter.events_missing(rec, out, source.offset, event.ts, source.timestamp,
                                             f"seq {rec.next_seq} could not be read again")
                 break

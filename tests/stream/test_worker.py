@@ -26,7 +26,6 @@ from streamkit import (
 )
 
 from stream.commands.replay import read_events
-from stream.deadletter import dlq_reason
 from stream.judging.processor import StreamProcessor
 from stream.judging.records import DictStore, Source
 from stream.judging.settings import WorkerSettings
@@ -188,11 +187,21 @@ def test_bad_records_go_to_the_dlq_with_their_reason_and_processing_goes_on(tmp_
     assert 'trustlayer_dlq_records_total{reason="path_outside_dir"} 2.0' in text
 
 
-def test_dlq_reason_of_every_core_message():
-    assert dlq_reason("x: screenshot data URI is a decompression bomb") == "image_too_large"
-    assert dlq_reason("x: screenshot data URI is not a PNG, JPEG or WebP image") == "bad_image"
-    assert dlq_reason("x: screenshot path 'a' given but no image directory is allowed here") \
-        == "path_outside_dir"
+@pytest.mark.parametrize("screenshot, images, reason", [
+    ("data:image/png;base64,AAAA", None, "bad_image"),  # not an image
+    ("data:text/plain;base64,AAAA", None, "bad_image"),
+    ("shot.png", None, "path_outside_dir"),  # no image directory allowed
+    ("../shot.png", "dir", "path_outside_dir"),
+    ("missing.png", "dir", "image_not_found")])
+def test_a_refused_screenshot_goes_to_the_dead_letters_by_the_core_code(screenshot, images,
+                                                                         reason, tmp_path):
+    """The dead letters' reason is the code of the core's TraceError, not its words."""
+    (tmp_path / "dir").mkdir()
+    state = {"v": 1, "run_id": "r", "task": "t", "seq": 0, "ts": 1.0, "kind": "state",
+             "observation": {"screenshot": screenshot}}
+    p = processor(images_dir=tmp_path / images if images else None)
+    out = p.process_batch([(b"r", json.dumps(state).encode(), Source(0, 0, 1.0))])
+    assert [r["reason"] for _, r in out.dlq] == [reason]
 
 
 def test_records_processed_again_after_a_crash_send_the_same_verdicts_again():

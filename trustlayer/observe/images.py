@@ -15,7 +15,14 @@ from typing import Any
 
 from PIL import Image
 
-from trustlayer.errors import TraceError, UnjudgeableEvent
+from trustlayer.errors import (
+    BAD_IMAGE,
+    IMAGE_NOT_FOUND,
+    IMAGE_TOO_LARGE,
+    PATH_OUTSIDE_DIR,
+    TraceError,
+    UnjudgeableEvent,
+)
 from trustlayer.observe.regular import NotReadable, read_regular
 from trustlayer.settings import Settings
 
@@ -125,20 +132,21 @@ def load_image(ref: str, base_dir: Path | None, settings: Settings, source: str,
         header, _, payload = ref.partition(",")
         if not header.startswith("data:image/") or not header.endswith(";base64"):
             raise TraceError("screenshot data URI must be 'data:image/...;base64,...'", source,
-                             line)
+                             line, BAD_IMAGE)
         if len(payload) // 4 * 3 > settings.max_image_bytes:
             raise TraceError(f"screenshot data URI holds about {len(payload) // 4 * 3} bytes, "
                              f"over the limit of {settings.max_image_bytes} (setting "
-                             "max_image_bytes)", source, line)
+                             "max_image_bytes)", source, line, IMAGE_TOO_LARGE)
         try:
             data = base64.b64decode(payload, validate=True)
         except (binascii.Error, ValueError):
-            raise TraceError("screenshot data URI is not valid base64", source, line) from None
+            raise TraceError("screenshot data URI is not valid base64", source, line,
+                             BAD_IMAGE) from None
         origin = "data URI"
     else:
         if base_dir is None:
             raise TraceError(f"screenshot path '{ref}' given but no image directory is allowed "
-                             "here; send a data: URI instead", source, line)
+                             "here; send a data: URI instead", source, line, PATH_OUTSIDE_DIR)
         data, origin = _read_image_file(ref, base_dir, settings.max_image_bytes, source, line)
     _check_image(data, origin, settings, source, line)
     return ImageRef(data, origin)
@@ -155,15 +163,17 @@ def _read_image_file(ref: str, base_dir: Path, limit: int, source: str,
         inside = not Path(ref).is_absolute() and path.is_relative_to(root)
         data = read_regular(path, limit) if inside else None
     except (FileNotFoundError, IsADirectoryError):
-        raise TraceError(f"screenshot file not found: {path}", source, line) from None
+        raise TraceError(f"screenshot file not found: {path}", source, line,
+                         IMAGE_NOT_FOUND) from None
     except NotReadable as exc:
-        raise TraceError(f"screenshot file {exc}", source, line) from None
+        raise TraceError(f"screenshot file {exc}", source, line,
+                         IMAGE_TOO_LARGE if exc.too_large else BAD_IMAGE) from None
     except (OSError, ValueError) as exc:  # a NUL byte, a name too long, no permission
         raise TraceError(f"screenshot path '{shown}' cannot be read ({exc})", source,
                          line) from None
     if data is None:
         raise TraceError(f"screenshot path '{shown}' leaves the trace directory {root}",
-                         source, line)
+                         source, line, PATH_OUTSIDE_DIR)
     return data, str(path)
 
 
@@ -174,12 +184,15 @@ def _check_image(data: bytes, origin: str, settings: Settings, source: str,
         with Image.open(io.BytesIO(data)) as image:
             fmt, (width, height) = image.format, image.size
     except Image.DecompressionBombError:
-        raise TraceError(f"screenshot {origin} is a decompression bomb", source, line) from None
+        raise TraceError(f"screenshot {origin} is a decompression bomb", source, line,
+                         IMAGE_TOO_LARGE) from None
     except Exception:
         raise TraceError(f"screenshot {origin} is not a PNG, JPEG or WebP image", source,
-                         line) from None
+                         line, BAD_IMAGE) from None
     if fmt not in IMAGE_FORMATS:
-        raise TraceError(f"screenshot {origin} is {fmt}, not PNG, JPEG or WebP", source, line)
+        raise TraceError(f"screenshot {origin} is {fmt}, not PNG, JPEG or WebP", source, line,
+                         BAD_IMAGE)
     if width * height > settings.max_image_pixels:
         raise TraceError(f"screenshot {origin} has {width}x{height} pixels, over the limit of "
-                         f"{settings.max_image_pixels} (setting max_image_pixels)", source, line)
+                         f"{settings.max_image_pixels} (setting max_image_pixels)", source, line,
+                         IMAGE_TOO_LARGE)

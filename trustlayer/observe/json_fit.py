@@ -3,39 +3,48 @@ string keys (a trace event, a model file)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
+
+from trustlayer.errors import TOO_DEEP, WRONG_SCHEMA
 
 MAX_NESTING = 200  # JSON depth of an event (an accessibility tree nests, but not this deep)
 
 
-def json_problem(obj: Any, max_depth: int = MAX_NESTING) -> str | None:
+class Unfit(NamedTuple):
+    """Why JSON is unfit: a :data:`~trustlayer.errors.TRACE_CODES` code and the message."""
+
+    code: str
+    message: str
+
+
+def json_problem(obj: Any, max_depth: int = MAX_NESTING) -> Unfit | None:
     """What makes parsed JSON unfit to read on, or None: nesting deeper than `max_depth`,
     a string with a lone UTF-16 surrogate (not Unicode, cannot be written as UTF-8), an
     object key that is not a string (a dict built in code). The first found in a
     depth-first walk, the last member of a container first.
 
-    >>> json_problem({"a": ["\\ud800"]})
+    >>> json_problem({"a": ["\\ud800"]}).message
     "string '\\\\ud800' holds a lone surrogate: not Unicode text"
     >>> json_problem([[[]]], max_depth=2)
-    'JSON nested deeper than 2 levels'
+    Unfit(code='too_deep', message='JSON nested deeper than 2 levels')
     """
     return _json_walk(obj, 1, max_depth)
 
 
-def _json_walk(value: Any, depth: int, max_depth: int) -> str | None:
+def _json_walk(value: Any, depth: int, max_depth: int) -> Unfit | None:
     if depth > max_depth:
-        return f"JSON nested deeper than {max_depth} levels"
+        return Unfit(TOO_DEEP, f"JSON nested deeper than {max_depth} levels")
     if isinstance(value, dict):
         for key in value:
             if not isinstance(key, str):
-                return f"object key {key!r} is not a string"
+                return Unfit(WRONG_SCHEMA, f"object key {key!r} is not a string")
         members: Iterable[tuple[str | None, Any]] = reversed(value.items())
     elif isinstance(value, list):
         members = ((None, item) for item in reversed(value))
     else:
         return _lone_surrogate(value)
     if value and depth == max_depth:  # its members are one level too deep
-        return f"JSON nested deeper than {max_depth} levels"
+        return Unfit(TOO_DEEP, f"JSON nested deeper than {max_depth} levels")
     for key, item in members:  # (a scalar is looked at only if it may be at fault)
         if isinstance(item, (dict, list)):
             problem = _json_walk(item, depth + 1, max_depth)
@@ -49,10 +58,11 @@ def _json_walk(value: Any, depth: int, max_depth: int) -> str | None:
     return None
 
 
-def _lone_surrogate(value: Any) -> str | None:
+def _lone_surrogate(value: Any) -> Unfit | None:
     if isinstance(value, str) and not value.isascii():
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            return f"string {value[:40]!a} holds a lone surrogate: not Unicode text"
+            return Unfit(WRONG_SCHEMA,
+                         f"string {value[:40]!a} holds a lone surrogate: not Unicode text")
     return None

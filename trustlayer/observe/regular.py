@@ -9,7 +9,12 @@ from pathlib import Path
 
 
 class NotReadable(ValueError):
-    """The path names no regular file, or one larger than the limit (the message says which)."""
+    """The path names no regular file, or one larger than the limit (`too_large`; the
+    message says which)."""
+
+    def __init__(self, message: str, too_large: bool = False):
+        super().__init__(message)
+        self.too_large = too_large
 
 
 def read_regular(path: Path, limit: int | None = None) -> bytes:
@@ -30,11 +35,13 @@ def read_regular(path: Path, limit: int | None = None) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise NotReadable(f"{path} is not a regular file ({_kind(info.st_mode)})")
         if limit is not None and info.st_size > limit:
-            raise NotReadable(f"{path} has {info.st_size} bytes, over the limit of {limit}")
+            raise NotReadable(f"{path} has {info.st_size} bytes, over the limit of {limit}",
+                              too_large=True)
         # a file that grew since fstat is still read no further than the limit
         data = file.read() if limit is None else file.read(limit + 1)
     if limit is not None and len(data) > limit:
-        raise NotReadable(f"{path} has over {limit} bytes, over the limit of {limit}")
+        raise NotReadable(f"{path} has over {limit} bytes, over the limit of {limit}",
+                          too_large=True)
     return data
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trustlayer.errors import TraceError
+from trustlayer.errors import BAD_IMAGE, MALFORMED_JSON, TOO_DEEP, TraceError
 from trustlayer.observe.canonical import mask
 from trustlayer.observe.images import ImageRef, ScreenshotPrint, load_image, parse_screenshot_print
 from trustlayer.observe.json_fit import MAX_NESTING, json_problem
@@ -154,7 +154,7 @@ def _parse_observation(obj: Any, base_dir: Path | None, settings: Settings, sour
                          "(or a screenshot_fingerprint)", source, line)
     screenshot = obj.get("screenshot")
     if screenshot is not None and not isinstance(screenshot, str):
-        raise TraceError("observation.screenshot must be a string", source, line)
+        raise TraceError("observation.screenshot must be a string", source, line, BAD_IMAGE)
     a11y = obj.get("a11y")
     if a11y is not None and not isinstance(a11y, (str, dict, list)):
         raise TraceError("observation.a11y must be an object or a string", source, line)
@@ -207,14 +207,14 @@ def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int 
             obj = json.loads(obj)
         except RecursionError:
             raise TraceError(f"JSON nested deeper than {MAX_NESTING} levels", source,
-                             line) from None
+                             line, TOO_DEEP) from None
         except ValueError as exc:  # bad JSON or UTF-8, a number of over 4,300 digits
-            raise TraceError(f"not valid JSON ({exc})", source, line) from None
+            raise TraceError(f"not valid JSON ({exc})", source, line, MALFORMED_JSON) from None
     if not isinstance(obj, dict):
         raise TraceError("an event must be a JSON object", source, line)
     problem = json_problem(obj)
     if problem:
-        raise TraceError(problem, source, line)
+        raise TraceError(problem.message, source, line, problem.code)
     version = _require(obj, "v", int, source, line)
     if version != FORMAT_VERSION:
         raise TraceError(f"format version {version} is not supported (this reads version "
