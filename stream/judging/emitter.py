@@ -14,8 +14,7 @@ from stream.judging.runbook import RunBook
 from stream.judging.settings import WorkerSettings
 from stream.models.refine import is_success
 from trustlayer.judge.faults import STREAM_FAULT
-from trustlayer.judge.matcher import Matcher
-from trustlayer.judge.status import FAILED, INCOMPLETE, Status
+from trustlayer.judge.status import INCOMPLETE, Status
 
 log = logging.getLogger(__name__)
 
@@ -77,22 +76,10 @@ class Emitter:
             if rec.ended:
                 self.finish(rec, out, pub)
             return
-        matcher = self.runs.matcher(rec)
-        if matcher.status is None:
-            model = matcher.model
-            matcher.status = Status(rec.run_id, rec.task, model_version=model.version,
-                                    missing=[model.name(s) for s in model.essential
-                                             if s not in model.soft])
-        status = matcher.status
-        status.status, status.cause, status.final = FAILED, STREAM_FAULT, True
-        status.reason = reason
-        status.detected_at_seq = rec.next_seq - 1 if rec.next_seq else None
-        # its status is all a failed run needs: the history may be what made it too long
-        # (one event at the topic's limit left a record over the changelog's)
-        kept = Matcher(matcher.model, matcher.llm)
-        kept.status, kept.start_ts = status, matcher.start_ts
-        self.runs.matchers[rec.run_id] = kept
-        self.emit(rec, status, out, trigger, verdict_ts, pub)
+        failed = self.runs.matcher(rec).given_up(rec.next_seq - 1 if rec.next_seq else None,
+                                                 reason, STREAM_FAULT, rec.run_id, rec.task)
+        self.runs.matchers[rec.run_id] = failed
+        self.emit(rec, failed.current, out, trigger, verdict_ts, pub)
         if rec.ended:
             self.finish(rec, out, pub)
 

@@ -260,7 +260,7 @@ class Matcher:
             f"showed '{self.model.name(sid)}' with other counts than every successful run"
             for sid in self.reshaped] + self.signs.notes(self.model)
 
-    def _fail(self, seq: int, reason: str, cause: str | None) -> None:
+    def _fail(self, seq: int | None, reason: str, cause: str | None) -> None:
         self.current.status, self.current.reason, self.current.cause = FAILED, reason, cause
         self.current.detected_at_seq = seq
         self.current.final = True
@@ -271,6 +271,20 @@ class Matcher:
         first event was fed (:meth:`feed` makes its status before anything else)."""
         self._fail(seq, reason, cause)
         return self.current
+
+    def given_up(self, seq: int | None, reason: str, cause: str, run_id: str,
+                 task: str) -> Matcher:
+        """A matcher of this run failed for good at event `seq` for a `reason` outside what
+        it showed (its stream failed it), even before its first event (`run_id` and `task`
+        name the run then). It keeps the run's status and start only: a final status is all
+        a failed run needs, and what it showed may be what made its record too large."""
+        failed = Matcher(self.model, self.llm)
+        failed.start_ts = self.start_ts
+        failed.status = self.status or Status(
+            run_id, task, model_version=self.model.version,
+            missing=[self.model.name(s) for s in self.model.essential if s not in self.model.soft])
+        failed._fail(seq, reason, cause)
+        return failed
 
     def close(self, seq: int) -> None:
         """Judge the run as ended after event `seq` (its end event, or its last one)."""
