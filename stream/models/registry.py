@@ -18,7 +18,7 @@ grow and a worker never has to forget one.
 """
 from __future__ import annotations
 
-import copy
+import dataclasses
 import json
 import logging
 import time
@@ -196,11 +196,10 @@ class ModelRegistry:
         latest version), its change log = the parent's plus one entry. Not added: publish
         it, then :meth:`add` it (or let the topic bring it back)."""
         parent = parent if parent is not None else self.latest(model.task)
-        model = copy.copy(model)
-        model.version = self.next_version(model.task)
+        derived = dataclasses.replace(model, version=self.next_version(model.task))
         base = list(parent.history) if parent is not None else list(model.history)
-        model.history = base + [change_entry(model, parent, action, **details)]
-        return model
+        return dataclasses.replace(
+            derived, history=base + [change_entry(derived, parent, action, **details)])
 
     def rollback(self, task: str, version: int, **details: Any) -> Model:
         """A new version of `task` whose body is version `version`'s (rolled back to).
@@ -214,7 +213,7 @@ class ModelRegistry:
         if old is None:
             known = ", ".join(map(str, sorted(self.versions.get(task, {})))) or "none"
             raise KeyError(f"task {task!r} has no version {version} (known: {known})")
-        return self.derive(copy.copy(old), "rollback", rolled_back_to=version, **details)
+        return self.derive(old, "rollback", rolled_back_to=version, **details)
 
     def history(self, task: str) -> list[dict[str, Any]]:
         """The change log of `task`: one entry per version held, oldest first.
@@ -269,11 +268,10 @@ class ModelRegistry:
         if self.find(model) is not None:
             return None
         if model.version >= self.next_version(model.task):
-            model = copy.copy(model)
-            if not any(e.get("version") == model.version for e in model.history):
-                model.history = list(model.history) + [
-                    change_entry(model, self.latest(model.task), "loaded")]
-            return model
+            if any(e.get("version") == model.version for e in model.history):
+                return model
+            return dataclasses.replace(model, history=list(model.history) + [
+                change_entry(model, self.latest(model.task), "loaded")])
         return self.derive(model, "loaded")
 
 

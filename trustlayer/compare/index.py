@@ -62,7 +62,6 @@ class StateIndex:
         self.wide = MultiIndexHash(model.settings.phash_different)
         self.by_line: dict[str, set[str]] = {}
         self.unanchored: set[str] = set()
-        self.size = len(model.states)
         self.vocabulary: set[str] = set()  # words of every state's templates
         known: set[str] = set()  # ... of the successful runs' states only
         negative = set(model.negative)
@@ -156,10 +155,10 @@ _INDEXES: dict[int, StateIndex] = {}
 
 
 def index_of(model: Model) -> StateIndex:
-    """The model's index, built once per model (and again if states were added)."""
+    """The model's index, built once per model (a model is not changed once learned:
+    :func:`trustlayer.learn.learner.with_negatives` makes a new one)."""
     index = _INDEXES.get(id(model))
-    if index is None or index.size != len(model.states):
-        if index is None:
-            weakref.finalize(model, _INDEXES.pop, id(model), None)
+    if index is None:
+        weakref.finalize(model, _INDEXES.pop, id(model), None)
         index = _INDEXES[id(model)] = StateIndex(model)
     return index

@@ -7,6 +7,7 @@ merge the runs into one graph -> essential chain = dominators of SUCCESS
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import statistics
 from collections import Counter, defaultdict
@@ -337,6 +338,11 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     name_states(negatives, {}, {}, {})
     for negative in negatives:
         negative.name = f"{negative.name} (seen in failed runs)"
-        model.states[negative.id] = negative
-        model.negative.append(negative.id)
-    return model
+    return with_negatives(model, negatives)
+
+
+def with_negatives(model: Model, negatives: Sequence[ModelState]) -> Model:
+    """`model` with the negative milestones `negatives` added: a new model (a model is not
+    changed once learned; what is cached about it is keyed by the model)."""
+    return dataclasses.replace(model, states={**model.states, **{n.id: n for n in negatives}},
+                               negative=[*model.negative, *(n.id for n in negatives)])
