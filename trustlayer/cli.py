@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
-import json
 import logging
 import sys
 import time
@@ -41,7 +40,7 @@ INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 FEW_RUNS = 5  # learn reports leave-one-out itself with so few runs (habits look like milestones)
 # how each command that reads a model is called: its error when the arguments are swapped
 MODEL_USAGE = {"check": "MODEL.json RUN...", "validate": "MODEL.json RUN...",
-               "eval": "MODEL.json DIR", "show": "MODEL.json",
+               "show": "MODEL.json",
                "report": "MODEL.json [RUN...] -o report.html"}
 
 
@@ -149,33 +148,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_FAIL if outputs.failed(records, args.fail_on) else EXIT_OK
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    if args.baselines or args.markdown or args.directory is None:
-        from trustlayer.score.evaluation import cmd_eval as compare_judges
-        return compare_judges(args)
-    from trustlayer.judge.batch import judge_paths
-    from trustlayer.observe.traces import load_labels
-    from trustlayer.score.scores import score
-
-    model = _model(args)
-    labels = load_labels(args.directory)
-    summary = score(judge_paths(model, [args.directory], args.quiet), labels).summary()
-    if args.json:
-        print(json.dumps(summary, indent=1))
-        return EXIT_OK
-    c = summary["confusion"]
-    print(f"runs {summary['runs']}  accuracy {summary['accuracy']:.3f}  precision "
-          f"{summary['precision']:.3f}  recall {summary['recall']:.3f}  F1 {summary['f1']:.3f}  "
-          f"cause F1 {summary['cause_f1']:.3f}   (failure = positive)")
-    print("                 said fail  said pass")
-    print(f"  truly failed   {c['tp']:>9}  {c['fn']:>9}")
-    print(f"  truly passed   {c['fp']:>9}  {c['tn']:>9}")
-    for wrong in summary["wrong"]:
-        print(f"  wrong: {wrong['run_id']} truth {wrong['truth']}/{wrong['truth_cause']} said "
-              f"{wrong['verdict']}/{wrong['cause']}: {wrong['reason']}")
-    return EXIT_OK
-
-
 def cmd_show(args: argparse.Namespace) -> int:
     model = _model(args)
     if args.png:
@@ -278,19 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--otel-verdicts", metavar="URL", help="also send each verdict as a "
                    "gen_ai.evaluation.result event to this OTLP/HTTP logs endpoint")
     p.set_defaults(func=cmd_validate)
-    p = sub.add_parser("eval", help="score verdicts against DIR/labels.json")
-    p.add_argument("model", metavar="MODEL.json", help="model file; or, alone, a folder of "
-                   "tasks (each with train/ and test/) to learn and judge one by one")
-    p.add_argument("directory", nargs="?", metavar="DIR",
-                   help="labelled runs: .jsonl files and their labels.json")
-    p.add_argument("--json", action="store_true", help="print the scores as JSON")
-    p.add_argument("--baselines", action="store_true",
-                   help="score self-report, record-and-replay, visual regression, trajectory "
-                   "superset and final-state check beside trustlayer")
-    p.add_argument("--reference", metavar="TRAIN_DIR",
-                   help="successful runs the baselines compare with (default DIR/../train)")
-    p.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
-    p.set_defaults(func=cmd_eval)
+    from trustlayer.score import eval_command
+    eval_command.register(sub)
     p = sub.add_parser("show", help="print a model's milestones")
     p.add_argument("model", metavar="MODEL.json", help="the model file")
     p.add_argument("--png", metavar="FILE", help="also draw the model's graph as a PNG")

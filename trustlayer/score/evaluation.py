@@ -8,8 +8,6 @@ positive class; the cause score counts ``agent_error`` among the failures caught
 """
 from __future__ import annotations
 
-import json
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from trustlayer.compare.llm import judge_for
-from trustlayer.errors import EXIT_OK, UsageError
-from trustlayer.inputs import load_model
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
 from trustlayer.model import Model
@@ -210,42 +206,3 @@ def render_text(results: Sequence[TaskResult]) -> str:
 def render_markdown(results: Sequence[TaskResult]) -> str:
     return "# trustlayer and the baselines\n\n" + render(
         results, markdown_table, lambda title: f"## {title}\n") + "\n"
-
-
-def cmd_eval(args: Any) -> int:
-    """``trustlayer eval`` with ``--baselines``, ``--markdown`` or a folder of tasks."""
-    if args.directory is None:
-        folders = task_dirs(args.model)
-        if not folders:
-            raise UsageError(f"{args.model}: no task folders (each with train/ and test/); "
-                             "or give MODEL.json DIR")
-        results = []
-        for folder in folders:
-            if not args.quiet:
-                print(f"evaluating {folder} ...", file=sys.stderr)
-            results.append(evaluate_task(folder, args.baselines))
-    else:
-        model = load_model(args.model, "trustlayer eval MODEL.json DIR")
-        references: list[Run] = []
-        if args.baselines:
-            train = Path(args.reference) if args.reference \
-                else Path(args.directory).parent / "train"
-            if not train.is_dir():
-                raise UsageError(f"{train}: no reference runs for the baselines; give "
-                                 "--reference TRAIN_DIR (the successful runs the model was "
-                                 "learned from)")
-            references = [r for r in read_runs([train]) if r.outcome != "failure"]
-        runs = read_runs([args.directory])
-        results = [TaskResult(Path(args.directory).name, model.task, len(model.training_runs),
-                              len(runs), None, compare(model, references, runs,
-                                                       load_labels(args.directory),
-                                                       args.baselines))]
-    if args.json:
-        print(json.dumps([r.to_json() for r in results], indent=1))
-    else:
-        print(render_text(results))
-    if args.markdown:
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(render_markdown(results), encoding="utf-8")
-        print(f"markdown table -> {args.markdown}", file=sys.stderr)
-    return EXIT_OK
