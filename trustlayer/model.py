@@ -21,11 +21,15 @@ from trustlayer.model_check import check_model
 from trustlayer.observe.templates import Profile
 from trustlayer.settings import Settings
 
-# 2: wildcards are the tokens <*> and <**> (1 used * and **); 3: nearest_milestone (was idom);
-# 4: end_evidence, required_removals, files_change_alone; 5: the signs of failure (gone_lines,
-# checks, check_files, overcome, added_only, required_words, statuses, end_texts,
-# some_checks)
-MODEL_FORMAT = 5
+#: What each model format added (the format written is the newest: a new one needs its line).
+MODEL_FORMATS = {
+    2: "wildcards are the tokens <*> and <**> (1 used * and **)",
+    3: "nearest_milestone (was idom)",
+    4: "end_evidence, required_removals, files_change_alone",
+    5: "the signs of failure (gone_lines, checks, check_files, overcome, added_only, "
+       "required_words, statuses, end_texts, some_checks)",
+}
+MODEL_FORMAT = max(MODEL_FORMATS)
 
 
 @dataclass
