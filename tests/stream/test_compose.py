@@ -84,7 +84,7 @@ def test_worker_builds_from_deploy_dockerfile_and_needs_kafka(compose):
     assert host_path(worker["build"]["context"]) == ROOT
     dockerfile = (ROOT / worker["build"]["dockerfile"]).read_text()
     assert re.search(r"^FROM python:3\.11-slim", dockerfile, re.M)
-    assert 'pip install ".[stream]"' in dockerfile
+    assert 'pip install -c requirements.lock ".[stream]"' in dockerfile
     assert "trustlayer worker --broker kafka:9092 --models /models" in " ".join(worker["command"])
     assert "kafka" in worker["depends_on"]
     assert "127.0.0.1:9108:9108" in worker["ports"]
