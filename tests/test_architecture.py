@@ -1,6 +1,8 @@
-"""The house shows the method: the core's packages are the stages of judgement, a module
-imports only its own layer and those below it, no module imports itself back through
-others, and no file grows past what one reading holds."""
+"""The house shows the method: the core's packages are the stages of judgement and the
+stream's its topology (refused records, models, judging, Kafka, the worker, the commands), a
+module imports only its own layer and those below it, no module imports itself back through
+others, the stream's judging runs without Kafka, and no file grows past what one reading
+holds."""
 import importlib
 import pkgutil
 import subprocess
