@@ -152,8 +152,9 @@ class StateIndex:
 
 
 def _optional_lines(model: Model) -> tuple[list[str], list[bool]]:
-    """The exact lines some successful runs showed at a state and others did not."""
-    negative = set(model.negative)
+    """The exact lines some successful runs showed at a state that is no milestone and
+    others did not (a notice that came up or not as the application started)."""
+    negative = set(model.negative) | set(model.essential) | set(model.accepting)
     lines = sorted({template for sid, state in model.states.items()
                     if sid not in negative and len({run for run, _ in state.members}) > 1
                     for template, salient in zip(state.profile.templates, state.profile.salient)
