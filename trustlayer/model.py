@@ -28,6 +28,7 @@ MODEL_FORMATS = {
     4: "end_evidence, required_removals, files_change_alone",
     5: "the signs of failure (gone_lines, checks, check_files, overcome, added_only, "
        "required_words, statuses, end_texts, some_checks)",
+    6: "changed_files",
 }
 MODEL_FORMAT = max(MODEL_FORMATS)
 
@@ -124,7 +125,8 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
     (files their diffs never took a line out of), ``required_words`` (names their diffs
     all added to ``check_files``), ``statuses`` (the HTTP statuses their pages got) and
     ``end_texts`` (text they all typed and showed verbatim at their end); ``some_checks``
-    (tools only some of them used after that change: a warning, not a failure).
+    (tools only some of them used after that change: a warning, not a failure),
+    ``changed_files`` (the files some of them changed: a line taken out of another fails).
     ``soft`` holds the essential states a run may skip: interruptions and incidental ones.
     """
 
@@ -160,6 +162,7 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
     statuses: list[int] = field(default_factory=list)
     end_texts: list[str] = field(default_factory=list)
     some_checks: list[str] = field(default_factory=list)
+    changed_files: list[str] = field(default_factory=list)
 
     @property
     def optional(self) -> list[str]:
@@ -195,7 +198,8 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
                 "checks": self.checks, "check_files": self.check_files,
                 "overcome": self.overcome, "added_only": self.added_only,
                 "required_words": self.required_words, "statuses": self.statuses,
-                "end_texts": self.end_texts, "some_checks": self.some_checks}
+                "end_texts": self.end_texts, "some_checks": self.some_checks,
+                "changed_files": self.changed_files}
 
     @classmethod
     def from_json(cls, data: dict) -> Model:
@@ -224,7 +228,7 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
                        data.get("check_files", []), data.get("overcome", {}),
                        data.get("added_only", []), data.get("required_words", {}),
                        data.get("statuses", []), data.get("end_texts", []),
-                       data.get("some_checks", []))
+                       data.get("some_checks", []), data.get("changed_files", []))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None
 

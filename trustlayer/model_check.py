@@ -275,7 +275,8 @@ def check_model(data: dict, shape: Sequence[Field]) -> None:
     _typed(data.get("statuses", []), list, "statuses")
     for number, status in enumerate(data.get("statuses", [])):
         _count(status, f"statuses[{number}]", 100)
-    for name in ("checks", "check_files", "added_only", "end_texts", "some_checks"):
+    for name in ("checks", "check_files", "added_only", "end_texts", "some_checks",
+                 "changed_files"):
         _strings(data.get(name, []), name)
 
 

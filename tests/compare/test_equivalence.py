@@ -93,3 +93,19 @@ def test_the_plausible_candidates_lose_no_match():
             assert same <= plausible, step.seq
             dropped += len(candidates - plausible)
     assert dropped > 0
+
+
+def test_lines_some_successful_runs_showed_at_another_state_are_no_news():
+    # a notice that some runs met (and others not) at the start, left open over the editor
+    start = state({"X|Welcome", "X|Launcher"}, {"X|Welcome", "X|Launcher"} | PANEL)
+    editor = state(EDITOR, EDITOR)
+    extras = learn_profile([frozenset(PANEL)])
+    words = known_words(start, editor)
+    assert not decide(fp(EDITOR | PANEL), editor, Settings(), known_words=words).same
+    assert decide(fp(EDITOR | PANEL), editor, Settings(), known_words=words, extras=extras).same
+    # ... but never in place of a line the state needs, nor beside an error
+    assert not decide(fp(EDITOR - {"X|hello world"} | PANEL), editor, Settings(),
+                      known_words=words, extras=extras).same
+    assert not decide(fp(EDITOR | PANEL | ERROR), editor, Settings(),
+                      known_words=words, extras=extras).same
+

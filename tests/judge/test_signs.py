@@ -85,6 +85,26 @@ def test_a_run_taking_lines_out_of_a_pinned_test_fails(cli_flag_model):
     assert status.verdict == "fail" and "out of tests/test_release.py" in status.reason
 
 
+def test_a_run_taking_lines_out_of_a_file_no_successful_run_changed_fails():
+    # three successful runs that never touched the pinned test: the failure still shows
+    runs = read_runs([CLI_FLAG / "train"])[5:]
+    model = learn(runs)
+    assert "tests/test_release.py" not in model.changed_files + model.added_only
+    assert all(judge_run(model, run).verdict == "pass" for run in runs)
+    for failed in ("slugify-cli-flag-test-04", "slugify-cli-flag-test-07"):
+        status = judge_run(model, read_run(CLI_FLAG / "test" / f"{failed}.jsonl"))
+        assert status.verdict == "fail" and status.cause == "agent_error"
+        assert "out of tests/test_release.py, which no successful run changed" in status.reason
+
+
+def test_from_few_runs_only_the_words_the_goal_names_are_required(cli_flag_model):
+    # all eight runs added `SUPPRESS` (how they hid the option's default): from three,
+    # a shared habit cannot be told from a need, and the goal never names it
+    few = learn(read_runs([CLI_FLAG / "train"])[5:]).required_words["slugify/__main__.py"]
+    assert "SUPPRESS" in cli_flag_model.required_words["slugify/__main__.py"]
+    assert "SUPPRESS" not in few and "lines" in few
+
+
 def test_another_objects_page_with_the_same_pixels_is_not_the_end(tmp_path):
     model = learn(read_runs([RENAME / "train"]))
     # renamed another category: its page looks exactly like the right one's, its address not

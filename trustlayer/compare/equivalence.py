@@ -110,16 +110,25 @@ def typed_tokens(text: str) -> tuple[str, ...]:
     return _telling(split_line(f"X|{text}")[1])
 
 
-def with_typed_text(line: str, template: str, typed: Sequence[tuple[str, ...]]) -> bool:
+def with_typed_text(line: str, template: str, typed: Sequence[tuple[str, ...]],
+                    kept: frozenset[str] = frozenset()) -> bool:
     """Whether `line` is `template` with one text the agent typed (`typed`: each text's
-    telling tokens) put in one place, punctuation aside: a row whose empty ``-`` became
-    the description the agent typed. Its own choice, not another row.
+    telling tokens) put in one place, punctuation aside: added (a row whose empty ``-``
+    became the description the agent typed), or in place of as many words or fewer that
+    no successful run typed (`kept` are the words they did: a name the application gave,
+    ``untitled.txt``, that the agent chose to call ``hello.txt``). Its own choice, not
+    another row.
 
     >>> typed = [("Crime", "Mystery"), ("Detective", "and", "crime", "novels")]
     >>> with_typed_text("X|Crime & Mystery Detective and crime novels", "X|Crime & Mystery -",
     ...                 typed)
     True
     >>> with_typed_text("X|Mystery Crime & Mystery", "X|Crime & Mystery -", typed)
+    False
+    >>> with_typed_text("T|hello.txt - Lab", "T|untitled . txt - Lab", [("hello", "txt")])
+    True
+    >>> with_typed_text("T|hello.txt - Lab", "T|untitled . txt - Lab", [("hello", "txt")],
+    ...                 kept=frozenset({"untitled"}))
     False
     """
     (prefix, body), (wanted_prefix, wanted_body) = split_line(line), split_line(template)
@@ -128,22 +137,33 @@ def with_typed_text(line: str, template: str, typed: Sequence[tuple[str, ...]]) 
         return False
     for text in typed:
         for start in range(len(mine) - len(text) + 1):
-            if mine[start:start + len(text)] == text:
-                rest = mine[:start] + mine[start + len(text):]
-                if len(rest) == len(wanted) and all(w in (WILDCARD, m)
-                                                    for w, m in zip(wanted, rest)):
-                    return True
+            if mine[start:start + len(text)] != text:
+                continue
+            before, after = mine[:start], mine[start + len(text):]
+            end = len(wanted) - len(after)
+            if end < len(before) or not _fits(before, wanted[:len(before)]) \
+                    or not _fits(after, wanted[end:]):
+                continue
+            replaced = wanted[len(before):end]
+            if len(replaced) <= len(text) and kept.isdisjoint(replaced):
+                return True
     return False
 
 
+def _fits(tokens: Sequence[str], wanted: Sequence[str]) -> bool:
+    return all(w in (WILDCARD, t) for w, t in zip(wanted, tokens))
+
+
 def _typed_variants(missing: list[str], unexplained: Collection[str],
-                    typed: Sequence[tuple[str, ...]]) -> tuple[list[str], list[str]]:
+                    typed: Sequence[tuple[str, ...]],
+                    kept: frozenset[str]) -> tuple[list[str], list[str]]:
     """The salient templates still missing, and the lines still unexplained, once a line
     showing a missing template with a typed text put in (:func:`with_typed_text`) counts
     as showing it."""
     rest, still = list(unexplained), []
     for template in missing:
-        found = next((line for line in rest if with_typed_text(line, template, typed)), None)
+        found = next((line for line in rest if with_typed_text(line, template, typed, kept)),
+                     None)
         if found is None:
             still.append(template)
         else:
@@ -153,7 +173,8 @@ def _typed_variants(missing: list[str], unexplained: Collection[str],
 
 def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
                 known_words: frozenset[str], strict: bool, only_same: bool,
-                typed: Sequence[tuple[str, ...]] = ()) -> Decision:
+                typed: Sequence[tuple[str, ...]] = (), extras: Profile | None = None,
+                kept: frozenset[str] = frozenset()) -> Decision:
     """The structure tier; `only_same`: no unsure answer (none is asked further) and no
     evidence (the caller reads only whether the pair is the same). A salient line with a
     text the agent typed put in (`typed`) still counts as shown."""
@@ -170,13 +191,15 @@ def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
     else:
         missing, extra = profile.compare(fp.lines)
         if typed and missing:
-            missing, extra = _typed_variants(missing, extra, typed)
+            missing, extra = _typed_variants(missing, extra, typed, kept)
         evidence = {} if only_same else {"missing": missing[:8], "unexplained": extra[:8]}
         unexplained = extra
     if missing:
         return Decision("different", "structure", evidence)
     if not strict:  # shown as evidence, not held against the state
         unexplained = [line for line in unexplained if line not in fp.context]
+    if extras is not None:
+        unexplained = [line for line in unexplained if extras.template_of(line) is None]
     if _tolerated(unexplained, fp, state, settings, known_words):
         return Decision("same", "structure", evidence)
     if not only_same and len(unexplained) <= UNSURE_MAX_UNEXPLAINED \
@@ -196,7 +219,8 @@ def _thumbnail_png(raw: bytes | None, size: int) -> bytes | None:
 def decide(fp: Fingerprint, state: ModelState, settings: Settings,
            llm: LLMJudge | None = None, known_words: frozenset[str] = frozenset(),
            strict: bool = False, only_same: bool = False,
-           typed: Sequence[tuple[str, ...]] = ()) -> Decision:
+           typed: Sequence[tuple[str, ...]] = (), extras: Profile | None = None,
+           kept: frozenset[str] = frozenset()) -> Decision:
     """Decide whether observed state `fp` is model state `state`: same, different or unsure.
 
     `llm` is consulted only for a pair the other tiers leave unsure; pass None (the
@@ -219,7 +243,8 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
         return Decision("same", "exact", {"image_sha": fp.image_sha[:12]})
     if state.structural:
         decision = _structural(fp, state, settings, known_words, strict,
-                               only_same=only_same and llm is None, typed=typed)
+                               only_same=only_same and llm is None, typed=typed,
+                               extras=extras, kept=kept)
     elif fp.has_structure:
         decision = Decision("different", "structure", {"reason": "model state has no text"})
     else:
@@ -240,9 +265,11 @@ def judge(model: Model, fp: Fingerprint, state_id: str, llm: LLMJudge | None = N
     """:func:`decide` for `model`'s state `state_id`, with the model's own settings and
     known words (and `own_words`: what the run's agent typed, its own choice of words;
     `typed`: its texts' telling tokens), strict for a state where successful runs end."""
+    index = index_of(model)
     return decide(fp, model.states[state_id], model.settings, llm,
-                  index_of(model).known_words | own_words,
-                  strict=state_id in model.accepting, only_same=only_same, typed=typed)
+                  index.known_words | own_words,
+                  strict=state_id in model.accepting, only_same=only_same, typed=typed,
+                  extras=index.extras, kept=index.typed_words)
 
 
 def like_in_shape(model: Model, fp: Fingerprint, state_id: str) -> bool:

@@ -16,7 +16,7 @@ from trustlayer.model import Model
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.profile_set import ProfileSet
-from trustlayer.observe.templates import is_exact, template_form, word_tokens
+from trustlayer.observe.templates import Profile, is_exact, template_form, word_tokens
 
 
 class MultiIndexHash:
@@ -82,6 +82,10 @@ class StateIndex:
                 anchors[sid] = [t for t in state.profile.salient_templates
                                 if is_exact(t) and not t.startswith(PLACE_PREFIXES)]
         self.known_words = frozenset(known)
+        self.extras = Profile(*_optional_lines(model))
+        self.typed_words = frozenset().union(*(
+            word_tokens("X|" + action.split(":", 2)[2]) for edge in model.edges
+            for action in edge["actions"] if action.startswith("type:")))
         self.required = {sid: frozenset(lines) for sid, lines in anchors.items() if lines}
         holders = Counter(t for lines in anchors.values() for t in lines)
         for sid, lines in anchors.items():
@@ -147,6 +151,17 @@ class StateIndex:
         found = self._candidates(fp, set().union(*(sids for bit, sids in anchors
                                                    if shown & bit)), visual)
         return exact | {sid for sid in found if not required.get(sid, 0) & ~shown}
+
+
+def _optional_lines(model: Model) -> tuple[list[str], list[bool]]:
+    """The exact lines some successful runs showed at a state that is no milestone and
+    others did not (a notice that came up or not as the application started)."""
+    negative = set(model.negative) | set(model.essential) | set(model.accepting)
+    lines = sorted({template for sid, state in model.states.items()
+                    if sid not in negative and len({run for run, _ in state.members}) > 1
+                    for template, salient in zip(state.profile.templates, state.profile.salient)
+                    if not salient and is_exact(template)})
+    return lines, [False] * len(lines)
 
 
 #: Each live model's index, by the model's id: kept here, not on the model (a model holds

@@ -21,8 +21,10 @@ The rule, walking the run from the last milestone it reached:
   all take; *product_bug* when the agent took the step successful runs take from its
   last state to another and the product showed that state again; *product_bug* when it
   stalled in a state that successful runs only ever left through the product's own change
-  (a save that never completes); *agent_error* when the agent stopped where successful runs
-  went on with an action.
+  (a save that never completes); *product_bug* when, since it first reached its last
+  milestone, the agent's usual step once made the product show words no successful run saw
+  and then the state before it again (a refused create), and the run got no further; else
+  *agent_error* when the agent stopped where successful runs went on.
 """
 from __future__ import annotations
 
@@ -110,6 +112,13 @@ def _entered(entry: Observed, so_far: Sequence[Observed], phase: Sequence[Observ
         return f"'{words[0]}'" if words else None
     odd = [a for a in _typed(phase) if a not in usual]
     return f"'{odd[-1].split(':', 2)[-1]}'" if odd else None
+
+
+def _checked(model: Model, entry: Observed) -> bool:
+    """Whether `entry` answers a check of the agent's work (its news is the agent's own
+    bug reported, not the product refusing a step)."""
+    checks = {*model.checks, *model.some_checks, *model.overcome}
+    return any(a.rsplit(":", 1)[0] in checks for a in entry.via)
 
 
 def _expected(model: Model, known: Observed) -> set[str]:
@@ -217,5 +226,14 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
     if not onward:
         return (f"{reason}: the run stalled in '{state}', which successful runs leave without "
                 "any action (the product did not move on)", PRODUCT_BUG)
+    first = min((i for i, e in enumerate(history) if last in e.ids), default=start)
+    news = next((e for i, e in enumerate(history[first + 1:start], first + 1)
+                 if e.novel and not e.ids and not _unusual(model, position, None, e)
+                 and not _checked(model, e) and set(history[i - 1].ids) & set(history[i + 1].ids)),
+                None)
+    if news is not None:  # the product refused the step and left all as it was
+        return (f"{reason}: the agent {in_words(news.via[-1])} as successful runs do, the "
+                f"product showed {_shown(model, [news])}, and the run never got further",
+                PRODUCT_BUG)
     return (f"{reason}: the agent stopped after '{state}', where successful runs went on: "
             f"they {in_words(sorted(onward)[0])}", AGENT_ERROR)

@@ -87,6 +87,8 @@ class Matcher:
         plausible = index.plausible(step.fingerprint)
         if not plausible and self.typed:
             plausible = index.candidates(step.fingerprint)
+        if self.typed:  # ... nor of the milestone to reach, when the line names it
+            plausible |= set(self.model.essential[self.position:self.position + 1])
         for sid in sorted(plausible):
             llm = self._llm_for_run()
             decision = judge(self.model, step.fingerprint, sid, llm, only_same=True,

@@ -7,8 +7,8 @@ ends fails, however far it got. The signs:
 * its last state, where successful runs ended, still shows a line their work made go;
 * its last answer of a check still shows what successful runs went on to overcome;
 * it changed the files every successful run changed and never checked its work after;
-* it took lines out of a file successful runs only ever added to, or its edits never
-  added a name every successful run's edits added;
+* it took lines out of a file successful runs only ever added to, or that none of them
+  changed, or its edits never added a name every successful run's edits added;
 * its page received an HTTP error no successful run received, never answered well since;
 * it ended without showing, verbatim, text every successful run typed and showed at its end;
 * the agent itself reported failure (a report of success is no evidence of success).
@@ -81,9 +81,11 @@ class FailureWatch:
             else:  # answered again, and well
                 self.http_errors.pop(request, None)
         self.news_since_change |= news
-        if model.added_only and not self.taken_out:
+        if (model.added_only or model.changed_files) and not self.taken_out:
             self.taken_out = next(([path, removed[0]] for path, removed in taken_out(text).items()
-                                   if path in model.added_only), [])
+                                   if path in model.added_only
+                                   or model.changed_files and path not in model.changed_files),
+                                  [])
         if model.gone_lines:
             self.still_shown = sorted(lines & set(model.gone_lines.get(ids[0], ()))) if ids else []
         calls = {action.call for action in step.actions}
@@ -110,8 +112,9 @@ class FailureWatch:
         steps."""
         if self.taken_out:
             path, line = self.taken_out
-            return Sign(f"it took `{line[:MAX_QUOTED]}` out of {path}, where every successful "
-                        "run only added lines", AGENT_ERROR)
+            kept = "where every successful run only added lines" if path in model.added_only \
+                else "which no successful run changed"
+            return Sign(f"it took `{line[:MAX_QUOTED]}` out of {path}, {kept}", AGENT_ERROR)
         for call, shapes in sorted(self.unresolved.items()):
             if shapes:
                 return Sign(f"its last {call.partition(':')[2] or call} report still showed "

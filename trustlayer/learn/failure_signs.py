@@ -21,17 +21,20 @@ from the successful runs, never from words of one application:
 * **required words**: names every successful run's diffs added to the files they all
   changed (:func:`trustlayer.observe.edits.required_words`: the option's name, the
   call doing the work): a run whose edits never add one did not implement what they did.
+  From fewer than five runs, only those the task's goal names (:func:`asked_for`).
 * **statuses**: the HTTP statuses their pages received: an error answer no successful run
   received, and no later answer to the same request made good, shows a failure (a 5xx
   is the product's).
 * **end texts**: text every successful run typed and showed verbatim at its end (a new
   name): a run ending without it, as typed, did not enter it.
 * **files only added to**: files successful runs' diffs changed and never took a line
-  out of (:func:`trustlayer.observe.edits.added_only`): a run taking lines out of one
-  changed what they all kept (a pinned test edited or deleted).
+  out of (:func:`trustlayer.observe.edits.added_only`), and files none of them changed
+  (``changed_files`` are those some did): a run taking lines out of one changed what
+  they all kept (a pinned test edited or deleted).
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -192,6 +195,35 @@ def overcome_shapes(paths: Sequence[Path], kinds: Sequence[str],
     return found
 
 
+# fewer successful runs than this share words by the habit of their one approach (three
+# runs all building a dict): then only the words the task's goal names are required
+FEW_RUNS = 5
+
+
+def asked_for(runs: Sequence[Run], required: dict[str, list[str]]) -> dict[str, list[str]]:
+    """`required` words, when fewer than :data:`FEW_RUNS` runs found them, cut to those
+    the task's goal names (the first event's ``meta.goal``; without one, all kept).
+
+    >>> from trustlayer.observe.traces import Event
+    >>> run = Run("r", "t", [Event("r", "t", 0, 0.0, "action", meta={"goal": "Add --lines"})])
+    >>> asked_for([run, run], {"cli.py": ["dict", "lines"], "x.py": ["dict"]})
+    {'cli.py': ['lines']}
+    """
+    goals = [str(run.events[0].meta.get("goal", "")) for run in runs
+             if run.events and run.events[0].meta]
+    named = set().union(*(re.findall(r"[A-Za-z_]\w*", goal) for goal in goals))
+    if len(runs) >= FEW_RUNS or not named:
+        return required
+    cut = {path: [word for word in words if word in named] for path, words in required.items()}
+    return {path: words for path, words in cut.items() if words}
+
+
+def changed_anywhere(paths: Sequence[Path]) -> list[str]:
+    """The files some successful run changed (its states' file facts)."""
+    return sorted({line[len(CHANGED):] for path in paths for step in path
+                   for line in step.fingerprint.lines if line.startswith(CHANGED)})
+
+
 def failure_signs(runs: Sequence[Run], paths: Sequence[tuple[str, Path]]) -> dict[str, Any]:
     """The model's fields that tell a failure, learned from successful runs (`paths`:
     per run, the model state it ended in and its steps)."""
@@ -200,9 +232,11 @@ def failure_signs(runs: Sequence[Run], paths: Sequence[tuple[str, Path]]) -> dic
     every = sorted(set.intersection(*after)) if after else []
     return {"gone_lines": gone_lines(paths), "checks": every,
             "some_checks": sorted(set.union(*after) - set(every)) if after else [],
-            "added_only": added_only(runs), "required_words": required_words(runs, files),
+            "added_only": added_only(runs),
+            "required_words": asked_for(runs, required_words(runs, files)),
             "statuses": statuses(runs), "end_texts": end_texts(runs),
-            "check_files": sorted(files), "overcome": overcome_shapes(steps, every, files)}
+            "check_files": sorted(files), "overcome": overcome_shapes(steps, every, files),
+            "changed_files": changed_anywhere(steps)}
 
 
 def statuses(runs: Sequence[Run]) -> list[int]:

@@ -5,6 +5,7 @@ one template with wildcards there; a template every member shows is salient.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -216,6 +217,8 @@ def chrome_lines(runs: Sequence[Sequence[frozenset[str]]]) -> frozenset[str]:
 
 
 FRAME_SHARE = 0.5  # of a run's states: a panel open most of the run is its layout
+# the states an aria snapshot gives an element after its role and name
+ELEMENT_STATES = re.compile(r"(?: \[[^\]\[]*\])+$")
 
 
 def frame_lines(runs: Sequence[Sequence[frozenset[str]]],
@@ -226,21 +229,47 @@ def frame_lines(runs: Sequence[Sequence[frozenset[str]]],
     layout the runs found and kept (a panel, a listing of the files there, a tab left
     open), a habit they share, not what tells one state from another. Never salient;
     what the runs brought about (typed text, a new file listed) is not there before the
-    work. None from one run.
+    work. An element found before the work is layout also when it has lost one of its
+    states since (a tab no longer selected once the runs opened another: the product of
+    the work is the other tab; a state gained, a box checked, may be the task). None
+    from one run.
 
     >>> runs = [[frozenset({"A|tab Launcher", "X|start"}), frozenset({"A|tab Launcher", "X|a"}),
     ...          frozenset({"X|b"})],
     ...         [frozenset({"A|tab Launcher", "X|start"}), frozenset({"A|tab Launcher"})]]
     >>> sorted(frame_lines(runs, [run[0] for run in runs]))
     ['A|tab Launcher']
+    >>> runs = [[frozenset({'A|- tab "Home" [selected]', 'A|- checkbox "Save"'}),
+    ...          frozenset({'A|- tab "Home"'}),
+    ...          frozenset({'A|- tab "Home"', 'A|- checkbox "Save" [checked]'})],
+    ...         [frozenset({'A|- tab "Home" [selected]', 'A|- checkbox "Save"'}),
+    ...          frozenset({'A|- tab "Home"', 'A|- checkbox "Save" [checked]'})]]
+    >>> sorted(frame_lines(runs, [run[0] for run in runs]))
+    ['A|- checkbox "Save"', 'A|- tab "Home"', 'A|- tab "Home" [selected]']
     """
     if len(runs) < 2 or not all(runs):
         return frozenset()
     found = frozenset.intersection(*before_work)
+    states = {element_of(line): states_of(line) for line in found}
+    released = frozenset(line for run in runs for lines in run for line in lines
+                         if states_of(line) < states.get(element_of(line), frozenset()))
     for run in runs:
-        found = frozenset(line for line in found
-                          if sum(line in lines for lines in run) >= FRAME_SHARE * len(run))
+        shown = [frozenset(map(element_of, lines)) for lines in run]
+        found = frozenset(line for line in found | released
+                          if sum(element_of(line) in elements for elements in shown)
+                          >= FRAME_SHARE * len(run))
     return frozenset(line for line in found if line.startswith(SHOWN_PREFIXES))
+
+
+def element_of(line: str) -> str:
+    """An accessibility line without its states (``[selected]``, ``[level=2]``)."""
+    return ELEMENT_STATES.sub("", line)
+
+
+def states_of(line: str) -> frozenset[str]:
+    """The states an accessibility line gives its element."""
+    found = ELEMENT_STATES.search(line)
+    return frozenset(found.group(0).split(" [")[1:]) if found else frozenset()
 
 
 def layout_lines(runs: Sequence[Sequence[frozenset[str]]]) -> frozenset[str]:
