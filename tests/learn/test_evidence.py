@@ -1,5 +1,7 @@
 """Evidence of the goal learned from successful runs: habits skipped with a warning,
 lasting milestones required, required outputs, the run's end, and files left alone."""
+import copy
+
 from devsets import SHARED
 from tracegen import as_run, events_for, tool_run
 
@@ -223,3 +225,16 @@ def test_an_end_shows_what_every_run_ending_there_showed_of_its_work():
     assert judge_run(model, with_receipt).verdict == "pass"
     assert judge_run(model, run("no receipt", [HOME, PROBE, TYPED, SAVED], "8")).verdict == "fail"
     assert Model.from_json(model.to_json()).end_evidence == {end: ["X|receipt 7"]}
+
+
+def test_negatives_make_a_new_model_and_leave_the_learned_one_as_it_was():
+    from trustlayer.learn.learner import with_negatives
+
+    model = learn([screens_run(f"train-{n}", [(None, "Editor open"), ("save", "File saved")])
+                   for n in range(2)])
+    negative = copy.deepcopy(next(iter(model.states.values())))
+    negative.id = "n0"
+    states, negatives = dict(model.states), list(model.negative)
+    more = with_negatives(model, [negative])
+    assert more is not model and more.negative == [*negatives, "n0"] and "n0" in more.states
+    assert model.states == states and model.negative == negatives

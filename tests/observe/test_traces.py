@@ -11,7 +11,13 @@ from PIL import Image
 from trustlayer.cli import main
 from trustlayer.errors import TraceError
 from trustlayer.observe.images import ImageRef
-from trustlayer.observe.traces import parse_event, read_run, read_runs, run_of_events
+from trustlayer.observe.traces import (
+    parse_event,
+    read_run,
+    read_runs,
+    read_training,
+    run_of_events,
+)
 from trustlayer.settings import Settings
 
 GOOD = [
@@ -154,3 +160,15 @@ def test_a_malformed_network_field_is_refused_with_its_place(tmp_path, network, 
     with pytest.raises(TraceError, match=re.escape(said)) as caught:
         read_run(path)
     assert str(caught.value).startswith(f"{path}:1:")
+
+
+def test_a_training_set_is_its_runs_and_the_causes_its_labels_give():
+    """Folders and files alike: the labels.json beside them gives the failed runs' causes."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "jupyter" / "test"
+    runs, causes = read_training([examples])
+    assert {run.run_id for run in runs} == set(causes)
+    assert causes["jl-save-textfile-test-11"] == "product_bug"
+    one = examples / "jl-save-textfile-test-08.jsonl"
+    runs, causes = read_training([one])
+    assert [run.run_id for run in runs] == ["jl-save-textfile-test-08"]
+    assert causes["jl-save-textfile-test-08"] == "agent_error"
