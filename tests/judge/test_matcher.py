@@ -46,7 +46,7 @@ def test_negative_milestone_fails_the_run_at_once():
         status = matcher.feed(event)
         if status.status == "failed":
             break
-    assert status.detected_at_seq == 4 and "negative milestone" in status.reason
+    assert status.detected_at_seq == 4 and "negative milestone" in status.details
     assert status.cause == "product_bug"
 
 
@@ -70,7 +70,7 @@ def test_deadline_fails_a_silent_run():
     matcher.feed(first)
     assert matcher.tick(first.ts + 1).status != "failed"
     status = matcher.tick(first.ts + 3600)
-    assert status.status == "failed" and "not reached within" in status.reason
+    assert status.status == "failed" and "not reached within" in status.details
 
 
 

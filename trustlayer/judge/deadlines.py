@@ -2,6 +2,12 @@
 successful runs' timing (the stream's timer, :meth:`trustlayer.judge.matcher.Matcher.tick`)."""
 from __future__ import annotations
 
+from typing import Sequence
+
+from trustlayer.judge.history import Observed
+from trustlayer.judge.reasons import DEADLINE, Reason, quoted
+from trustlayer.model import Model
+
 
 #: A deadline needs this many timed observations from successful runs (fewer: none).
 DEADLINE_MIN_OBSERVATIONS = 3
@@ -23,3 +29,32 @@ def deadline(stats: dict | None, factor: float) -> float | None:
     if not stats or stats.get("n", 0) < DEADLINE_MIN_OBSERVATIONS:
         return None
     return max(DEADLINE_FLOOR, factor * stats["max"])
+
+
+def overdue(model: Model, history: Sequence[Observed], position: int, start_ts: float,
+            now: float) -> tuple[Reason, str] | None:
+    """The short reason and the details when a learned deadline has passed at time `now`
+    for a run at milestone `position` that started at `start_ts`: the next milestone not
+    reached, or the current state not left, within its :func:`deadline`; else None."""
+    timing, factor, essential = model.timing, model.settings.deadline_factor, model.essential
+    upcoming = essential[position] if position < len(essential) else None
+    seq = history[-1].seq if history else 0
+    reach = timing["time_to_reach"].get(upcoming)
+    limit = deadline(reach, factor)
+    if limit is not None and now - start_ts > limit:
+        name = model.name(upcoming)
+        return (Reason(DEADLINE, f"{quoted(name)} within {reach['max']:.0f} s",
+                       f"the screen showed it not reached within {limit:.0f} s", seq),
+                f"'{name}' not reached within {limit:.0f} s; successful runs reached it "
+                f"within {reach['max']:.0f} s")
+    if history and history[-1].ids:
+        current = model.name(history[-1].ids[0])
+        dwell = timing["dwell"].get(history[-1].ids[0])
+        limit = deadline(dwell, factor)
+        lasted = now - history[-1].ts
+        if limit is not None and lasted > limit:
+            return (Reason(DEADLINE, f"{quoted(current)} left within {dwell['max']:.0f} s",
+                           f"the screen showed it and it lasted {lasted:.0f} s", seq),
+                    f"'{current}' lasted {lasted:.0f} s; successful runs left it within "
+                    f"{dwell['max']:.0f} s")
+    return None

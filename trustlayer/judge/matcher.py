@@ -21,9 +21,12 @@ from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.judge.cause import explain_failure
 from trustlayer.judge.faults import feed_checked
-from trustlayer.judge.deadlines import deadline
+from trustlayer.judge.deadlines import overdue
 from trustlayer.judge.history import Observed, row_of
-from trustlayer.judge.signs import FailureWatch
+from trustlayer.judge.reasons import (FILES_MOVED, KEPT_LINE, MILESTONES_REACHED,
+                                      NEGATIVE_MILESTONE, UNJUDGEABLE, WRONG_OUTPUT, Reason,
+                                      passed_sentence, quoted)
+from trustlayer.judge.signs import FailureWatch, Sign
 from trustlayer.judge.status import AT_RISK, FAILED, PASSED, RUNNING, Status
 from trustlayer.learn.evidence import output_call
 from trustlayer.model import Model
@@ -148,18 +151,27 @@ class Matcher:
             return
         if negatives and not known:
             negative = self.model.states[negatives[0]]
-            self._fail(step.seq, f"negative milestone '{negative.name}' appeared",
-                       negative.negative_cause or "product_bug")
+            self._fail(negative.negative_cause or "product_bug",
+                       Reason(NEGATIVE_MILESTONE, self._next_milestone(), f"the screen showed "
+                              f"{quoted(negative.name)}, as failed runs did", step.seq),
+                       f"negative milestone '{negative.name}' appeared")
             return
         if step.files_moved and not self.model.files_change_alone:
-            self._fail(step.seq, "the files changed with no action of the agent, which no "
-                       "successful run saw (the environment lost or altered its work)",
-                       "product_bug")
+            self._fail("product_bug", Reason(FILES_MOVED, "files changed only by the agent",
+                                             "the files showed changes no action of the agent "
+                                             "made", step.seq),
+                       "the files changed with no action of the agent, which no successful "
+                       "run saw (the environment lost or altered its work)")
             return
         # a milestone where successful runs end is met by a state like all their ends
         # together (when it is none of their end states itself)
         pooled = ends and not set(known) & set(self.model.accepting)
         self._advance(known + (list(self.model.accepting) if pooled else []), step.seq)
+
+    def _next_milestone(self) -> str:
+        """The next milestone to reach, quoted, for a short reason."""
+        essential = self.model.essential[self.position:] or self.model.accepting
+        return quoted(self.model.name(essential[0]))
 
     def _upcoming_transient(self) -> str | None:
         """The next milestone to reach, if it is a tool's report (``model.transient``)."""
@@ -212,7 +224,11 @@ class Matcher:
         self.status.coverage = round(len(self.matched_at) / total, 4) if total else 1.0
         done = self.position >= total or all(s in self.model.soft for s in essential[self.position:])
         if done and self._accepted():
-            self.status.status, self.status.reason = PASSED, "every essential milestone reached"
+            self.status.status, self.status.code = PASSED, MILESTONES_REACHED
+            self.status.reason = passed_sentence(len(self.matched_at), total)
+            self.status.details = (f"every essential milestone reached ({len(self.matched_at)} "
+                                   f"of {total}; the others are interruptions runs may skip), "
+                                   "and the run ended where successful runs end")
             if self.status.detected_at_seq is None:
                 self.status.detected_at_seq = seq
         else:
@@ -250,16 +266,18 @@ class Matcher:
             f"showed '{self.model.name(sid)}' with other counts than every successful run"
             for sid in self.reshaped] + self.signs.notes(self.model)
 
-    def _fail(self, seq: int, reason: str, cause: str | None) -> None:
-        self.status.status, self.status.reason, self.status.cause = FAILED, reason, cause
-        self.status.detected_at_seq = seq
-        self.status.final = True
+    def _fail(self, cause: str | None, why: Reason, details: str, seq: int | None = None) -> None:
+        """Fail the run for good at event `seq` (else where `why` found it, the short reason)."""
+        self.status.status, self.status.cause, self.status.code = FAILED, cause, why.code
+        self.status.reason, self.status.details = why.sentence(cause), details
+        self.status.detected_at_seq, self.status.final = why.seq if seq is None else seq, True
 
-    def fail(self, seq: int, reason: str, cause: str | None) -> Status:
-        """Fail the run for good at event `seq`, for a `reason` outside what it showed (e.g.
-        an event that cannot be judged: :mod:`trustlayer.judge.faults`); after the run's
-        first event was fed (:meth:`feed` makes its status before anything else)."""
-        self._fail(seq, reason, cause)
+    def fail(self, seq: int, reason: str, cause: str | None, code: str = UNJUDGEABLE) -> Status:
+        """Fail the run for good at event `seq`, for a `reason` outside what it showed (its
+        own details; e.g. an event that cannot be judged: :mod:`trustlayer.judge.faults`),
+        after the run's first event was fed (:meth:`feed` makes its status first)."""
+        self._fail(cause, Reason(code, "", "", seq), reason)
+        self.status.reason = reason  # given whole: its own sentence
         return self.status
 
     def close(self, seq: int) -> None:
@@ -271,56 +289,45 @@ class Matcher:
             self.history[-1] = self.history[-1]._replace(ends=True)  # answered after it
             self._advance(list(self.model.accepting), seq)
         wrong = self._wrong_output()
+        last = self.history[-1].seq if self.history else seq
         if self.status.status == PASSED and wrong is None \
                 and (kept := self.removals.missing(self.model.required_removals)):
             # the most precise sign of what the edits of a run that got that far missed
-            self._fail(seq, describe(kept), "agent_error")
+            path, line = kept[0]
+            self._fail("agent_error", Reason(KEPT_LINE, f"{quoted(line.strip(), 4)} removed from "
+                                             f"{path}", "its diffs showed it kept", last),
+                       describe(kept), seq)
             return
         sign = self.signs.sign(self.model) if wrong is None else None
         if sign is not None and sign.cause is not None:
-            self._fail(seq, sign.reason, sign.cause)
+            self._fail(sign.cause, Reason(sign.code, sign.expected, sign.shown, last),
+                       sign.reason, seq)
             return
         if self.status.status == PASSED and wrong is None and sign is None:
             self.status.final = True
             self.status.warnings = self._route_warnings()
             return
-        headline = (sign and sign.reason) if wrong is None else (
-            f"the agent called {wrong[0]}:{wrong[1]}; every successful run called it "
-            f"with '{wrong[2]}'")
+        if wrong is not None:
+            sign = Sign(f"the agent called {wrong[0]}:{wrong[1]}; every successful run called "
+                        f"it with '{wrong[2]}'", None, f"the answer '{wrong[2]}'",
+                        f"the agent answered '{wrong[1]}'", WRONG_OUTPUT)
         call = wrong[0] if wrong is not None else None
-        reason, cause = explain_failure(self.model, self.history, self.position,
-                                        list(self.matched_at), headline,
-                                        self.outputs_shown.get(call, False),
-                                        self.expected_shown.get(call, False))
+        details, cause, why = explain_failure(self.model, self.history, self.position,
+                                              list(self.matched_at), sign,
+                                              self.outputs_shown.get(call, False),
+                                              self.expected_shown.get(call, False))
         if not self.status.missing and not self._accepted():
             self.status.missing = [" or ".join(self.model.name(s) for s in self.model.accepting)]
-        self._fail(seq, reason, cause)
+        self._fail(cause, why, details, seq)
 
     def tick(self, now: float) -> Status | None:
-        """Fail the run if a learned deadline has passed at time `now` (the stream's timer):
-        the next milestone not reached, or the current state not left, within its
-        :func:`deadline`. Without a deadline (too few successful runs timed) nothing fails."""
+        """Fail the run if a learned deadline has passed at time `now` (the stream's timer:
+        :func:`~trustlayer.judge.deadlines.overdue`)."""
         if self.status is None or self.status.final or self.status.status == PASSED:
             return self.status
-        timing, factor = self.model.timing, self.model.settings.deadline_factor
-        essential = self.model.essential
-        upcoming = essential[self.position] if self.position < len(essential) else None
-        reach = timing["time_to_reach"].get(upcoming)
-        limit = deadline(reach, factor)
-        if limit is not None and now - self.start_ts > limit:
-            self._fail(self.history[-1].seq if self.history else 0,
-                       f"'{self.model.name(upcoming)}' not reached within {limit:.0f} s; "
-                       f"successful runs reached it within {reach['max']:.0f} s", "product_bug")
-            return self.status
-        if self.history and self.history[-1].ids:
-            current = self.history[-1].ids[0]
-            dwell = timing["dwell"].get(current)
-            limit = deadline(dwell, factor)
-            lasted = now - self.history[-1].ts
-            if limit is not None and lasted > limit:
-                self._fail(self.history[-1].seq,
-                           f"'{self.model.name(current)}' lasted {lasted:.0f} s; successful runs "
-                           f"left it within {dwell['max']:.0f} s", "product_bug")
+        late = overdue(self.model, self.history, self.position, self.start_ts, now)
+        if late is not None:
+            self._fail("product_bug", *late)
         return self.status
 
     def snapshot(self) -> dict[str, Any]:
@@ -375,18 +382,19 @@ class Matcher:
         return matcher
 
 
+def judged(model: Model, run: Run, llm: LLMJudge | None = None) -> Matcher:
+    """The batch validator for one run: a matcher fed every event, its status final. A run
+    without an end event is judged as if it had ended after its last event; an event that
+    cannot be judged ends it (:func:`~trustlayer.judge.faults.feed_checked`)."""
+    matcher = Matcher(model, llm)
+    for event in run.events:
+        if feed_checked(matcher, event)[1] is not None:
+            return matcher
+    if run.end is None:
+        matcher.close(run.events[-1].seq)
+    return matcher
 
 
 def judge_run(model: Model, run: Run, llm: LLMJudge | None = None) -> Status:
-    """The batch validator for one run: feed every event, return the final status.
-    A run without an end event is judged as if it had ended after its last event."""
-    matcher = Matcher(model, llm)
-    status = None
-    for event in run.events:
-        status, fault = feed_checked(matcher, event)
-        if fault is not None:
-            return status
-    if run.end is None:
-        matcher.close(run.events[-1].seq)
-        status = matcher.status
-    return status
+    """The final status of `run` (see :func:`judged`)."""
+    return judged(model, run, llm).status
