@@ -132,7 +132,7 @@ def _brief(model: Model, entries: Sequence[Observed]) -> str:
         return quoted(model.name(entry.ids[0]))
     if entry is not None and entry.novel:
         return listed(entry.novel)
-    return "an unfamiliar screen"
+    return "an unknown state"
 
 
 def _headline(model: Model, missing: str | None, last: str | None,
@@ -179,17 +179,18 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
         headline = _headline(model, missing, last, history)
     reason = headline.reason
 
-    def found(details: str, cause: str, shown: str, seq: int | None) -> tuple[str, str, Reason]:
-        return details, cause, Reason(headline.code, headline.expected, shown, seq)
+    def found(details: str, cause: str, shown: str, seq: int | None,
+              action: str | None = None) -> tuple[str, str, Reason]:
+        return details, cause, Reason(headline.code, headline.expected, shown, seq, action)
 
     if expected_shown:
         return found(f"{reason}: its screen showed that value, as the screens of successful "
                      "runs did, and the agent gave another", AGENT_ERROR,
-                     f"{headline.shown} though its screen showed the right one", end)
+                     f"its screen showed the expected value and {headline.shown}", end)
     if output_shown and history and history[-1].ends:
         return found(f"{reason}: the run ended as successful runs end, and the agent gave the "
                      "value the product showed it", PRODUCT_BUG,
-                     f"{headline.shown}, the value its screen showed", end)
+                     f"its screen showed the wrong value and {headline.shown}", end)
     start = max((i for i, e in enumerate(history) if last in e.ids), default=-1)
     known = history[start] if start >= 0 else None
     for k in range(start + 1, len(history)):
@@ -207,29 +208,30 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
             return found(f"{reason}: the agent {in_words(unusual[0])}, which successful runs "
                          f"never do at this point, and the run showed "
                          f"{_shown(model, history[k:])}", AGENT_ERROR,
-                         f"the agent {in_words(unusual[0])} and the screen showed "
-                         f"{_brief(model, history[k:])}", here.seq)
+                         f"the screen showed {_brief(model, history[k:])}", here.seq,
+                         f"the agent {in_words(unusual[0])}")
         entered = _entered(here, history[:k + 1], history[start + 1:k + 1],
                            _usual(model, position, known))
         if entered:
             return found(f"{reason}: the agent entered {entered}, and the run showed "
                          f"{_shown(model, history[k:])}, which successful runs never showed",
-                         AGENT_ERROR, f"the agent entered {entered} and the screen showed "
-                         f"{_brief(model, history[k:])}", here.seq)
+                         AGENT_ERROR, f"the screen showed {_brief(model, history[k:])}",
+                         here.seq, f"the agent entered {entered}")
         did = _by_agent(here)
         if here.ids and known is not None and did \
                 and _went_elsewhere(model, known.ids, did, here.ids):
             return found(f"{reason}: the agent {in_words(did)} as successful runs do, and the "
                          f"product showed '{model.name(here.ids[0])}', where successful runs "
                          f"saw what follows '{model.name(known.ids[0])}'", PRODUCT_BUG,
-                         f"the agent {in_words(did)} and the screen showed "
-                         f"{_brief(model, [here])}", here.seq)
+                         f"the screen showed {_brief(model, [here])}", here.seq,
+                         f"the agent {in_words(did)}")
         if here.novel:
             did = "did nothing (the screen changed on its own)" if here.via == [NO_ACTION] \
                 else f"{in_words(here.via[-1])} as successful runs do"
             return found(f"{reason}: the agent {did}, and the product showed "
                          f"{_shown(model, history[k:])}", PRODUCT_BUG,
-                         f"the screen showed {_brief(model, [here])}", here.seq)
+                         f"the screen showed {_brief(model, [here])}", here.seq,
+                         None if here.via == [NO_ACTION] else f"the agent {in_words(here.via[-1])}")
         if here.ids:
             known = here
     if known is None:
@@ -243,15 +245,15 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
         return found(f"{reason}: after '{state}' the agent {in_words(did)} as successful runs "
                      f"do, and the product never showed what they saw next "
                      f"({_shown(model, after)})", PRODUCT_BUG,
-                     f"after the agent {in_words(did)} the screen showed {_brief(model, after)}",
-                     after[0].seq)
+                     f"the screen showed {_brief(model, after)}", after[0].seq,
+                     f"the agent {in_words(did)}")
     onward = set().union(*(model.out_actions(s) for s in known.ids)) - {NO_ACTION}
     last_step = next((did for entry in reversed(history) if (did := _by_agent(entry))), None)
     if last_step is not None and _went_elsewhere(model, known.ids, last_step, known.ids):
         return found(f"{reason}: the agent {in_words(last_step)} as successful runs do from "
                      f"'{state}', and the product stayed at '{state}'", PRODUCT_BUG,
-                     f"the agent {in_words(last_step)} and the screen still showed "
-                     f"{quoted(state)}", end)
+                     f"the screen still showed {quoted(state)}", end,
+                     f"the agent {in_words(last_step)}")
     if SUCCESS in set().union(*(model.successors(s) for s in known.ids)):
         return found(f"{reason}: the run ended in '{state}' as successful runs end, without the "
                      "step they all take before it", AGENT_ERROR,

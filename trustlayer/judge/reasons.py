@@ -47,15 +47,18 @@ def listed(words: Sequence[str], most: int = 3) -> str:
 @dataclass(frozen=True)
 class Reason:
     """Why a run failed, for a person: at event `seq`, successful runs showed or did
-    `expected`; the run did `shown` (a clause: ``the screen showed 'Error'``)."""
+    `expected`; the run showed `shown` instead (a clause: ``the screen showed 'Error'``),
+    after the agent's `action` when it matters (``the agent clicked "Save"``)."""
 
     code: str
     expected: str
     shown: str
     seq: int | None = None
+    action: str | None = None
 
     def sentence(self, cause: str | None) -> str:
-        """The one sentence, at most :data:`MAX_WORDS` words (`shown` cut to fit).
+        """The one sentence, at most :data:`MAX_WORDS` words: the action left out, then
+        the end of `shown` cut, when it would be longer.
 
         >>> Reason(MISSING_MILESTONE, "'Rename file'", "the screen showed 'Permission denied'",
         ...        14).sentence("product_bug")
@@ -65,11 +68,12 @@ class Reason:
         blame = f" ({CAUSE_WORDS.get(cause, cause.replace('_', ' '))})" if cause else ""
         head = f"Failed {where}: expected {self.expected};"
         room = MAX_WORDS - len(head.split()) - len(blame.split()) - 1  # 1: "instead"
-        shown = self.shown.split()
-        if len(shown) > room:
-            shown = shown[:max(room, 2)]
-            shown[-1] = shown[-1].rstrip(",;:") + "…"
-        return f"{head} {' '.join(shown)} instead{blame}."
+        shown = f"{self.action} and {self.shown}" if self.action else self.shown
+        words = shown.split() if len(shown.split()) <= room else self.shown.split()
+        if len(words) > room:
+            words = words[:max(room, 4)]
+            words[-1] = words[-1].rstrip(",;:") + "…"
+        return f"{head} {' '.join(words)} instead{blame}."
 
 
 def passed_sentence(reached: int, total: int) -> str:
