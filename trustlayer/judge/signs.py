@@ -15,6 +15,7 @@ ends fails, however far it got. The signs:
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
@@ -27,6 +28,7 @@ from trustlayer.observe.templates import shape_of
 from trustlayer.observe.traces import Observation
 
 MAX_QUOTED = 60  # characters of a line quoted in a reason
+_PLAIN = re.compile(r'^- (?:[a-z]+ )?"(.*)"$')  # an accessibility line: its name
 AGENT_ERROR, PRODUCT_BUG = "agent_error", "product_bug"
 HTTP_ERROR, SERVER_ERROR = 400, 500  # a 5xx is the server's own failure, a 4xx may be asked for
 
@@ -47,8 +49,8 @@ def _quote(line: str, words: int | None = None) -> str:
     """A canonical line's text in quotes: cut to :data:`MAX_QUOTED` characters, or with
     `words`, to that many words (for the short reason)."""
     text = line.partition("|")[2].strip()
-    if words is not None:
-        return quoted(text, words)
+    if words is not None:  # a person reads the words, not the tree's syntax (- cell "…")
+        return quoted(_PLAIN.sub(r"\1", text), words)
     return f"'{text[:MAX_QUOTED]}...'" if len(text) > MAX_QUOTED else f"'{text}'"
 
 
