@@ -217,7 +217,9 @@ def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
     for number, state in enumerate(states):
         name = names[state.id]
         if not name or taken[name] > 1:  # nothing tells it apart: where it was seen does
-            name = first[state.id]
+            name = first[state.id] or (app if app and titles.get(state.id) else
+                                       "a screen without text" if not state.profile.templates
+                                       else "an unnamed screen")
             run_id, seq = state.members[0] if state.members else ("no run", number)
-            name = f"{name or 'an unnamed screen'}, as in {run_id} #{seq}"
+            name = f"{name}, as in {run_id} #{seq}"
         state.name = name
