@@ -9,6 +9,7 @@ from typing import Callable
 
 from trustlayer.judge.faults import STREAM_FAULT
 from trustlayer.judge.matcher import Matcher
+from trustlayer.judge.reasons import NO_END, UNJUDGEABLE
 from trustlayer.judge.status import FAILED, INCOMPLETE, Status
 
 from stream.config import WorkerSettings
@@ -86,7 +87,7 @@ class Emitter:
                                              if s not in model.soft])
         status = matcher.status
         status.status, status.cause, status.final = FAILED, STREAM_FAULT, True
-        status.reason = reason
+        status.reason, status.details, status.code = reason, reason, UNJUDGEABLE
         status.detected_at_seq = rec.next_seq - 1 if rec.next_seq else None
         # its status is all a failed run needs: the history may be what made it too long
         # (one event at the topic's limit left a record over the changelog's)
@@ -108,6 +109,7 @@ class Emitter:
         status.reason = (f"no end event for {silent:.0f} s after seq {rec.next_seq - 1} "
                          f"(last status {last})")
         status.status, status.final = INCOMPLETE, True
+        status.details, status.code = status.reason, NO_END
         self.emit(rec, status, out, None, verdict_ts, None)
 
     def finish(self, rec: RunRecord, out: Output, pub: float | None) -> None:

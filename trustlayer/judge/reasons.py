@@ -22,6 +22,7 @@ WRONG_OUTPUT = "wrong_output"  # a required answer given another value
 KEPT_LINE = "kept_line"  # a line every successful run removed was kept
 DEADLINE = "deadline"  # a learned deadline passed (the stream's timer)
 UNJUDGEABLE = "unjudgeable"  # the run's stream, not what it showed, decided (faults)
+NO_END = "no_end"  # the stream finalised the run without its end event (incomplete)
 MILESTONES_REACHED = "milestones_reached"  # the run passed
 
 MAX_WORDS = 25
