@@ -30,8 +30,8 @@ from typing import Sequence
 from trustlayer.graph_marks import SUCCESS
 from trustlayer.judge.history import Observed
 from trustlayer.judge.phases import phase_gaps, where
-from trustlayer.judge.reasons import (MISSING_MILESTONE, UNACCEPTED_END, Reason, listed,
-                                      quoted)
+from trustlayer.judge.reasons import (MISSING_MILESTONE, SELF_REPORT_FAILURE, UNACCEPTED_END,
+                                      Reason, listed, quoted)
 from trustlayer.judge.signs import Sign
 from trustlayer.model import Model
 from trustlayer.observe.canonical import PLACE_PREFIXES
@@ -177,6 +177,8 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
     end = history[-1].seq if history else None
     if headline is None:
         headline = _headline(model, missing, last, history)
+    elif headline.code == SELF_REPORT_FAILURE:  # what successful runs showed says more
+        headline = headline._replace(expected=_headline(model, missing, last, history).expected)
     reason = headline.reason
 
     def found(details: str, cause: str, shown: str, seq: int | None,
