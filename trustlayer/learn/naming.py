@@ -104,10 +104,8 @@ def without_app(title: str, app: str | None) -> str:
     if not app:
         return title
     parts = re.split(f"({_TITLE_SEPARATOR})", title)
-    kept = [part for part in parts[::2] if part != app]
-    separators = parts[1::2]
-    return "".join(part + (separators[i] if i < len(kept) - 1 else "")
-                   for i, part in enumerate(kept)).strip()
+    separator = parts[1] if len(parts) > 1 else ""
+    return separator.join(part for part in parts[::2] if part != app).strip()
 
 
 def _command(signatures: Sequence[str]) -> str:
@@ -178,6 +176,27 @@ def _plainest(plain: list[str], details: dict[str, list[Detail]]) -> str | None:
     return least if least and all(texts[least] <= texts[sid] for sid in plain) else None
 
 
+def _tell_apart(names: dict[str, str], details: dict[str, list[Detail]]) -> None:
+    """Complete, in place, every name several states share (or none has) by what each of
+    them shows and the others do not; one showing nothing more keeps the name."""
+    alike = defaultdict(list)
+    for sid, name in names.items():
+        alike[name].append(sid)
+    for name, group in alike.items():
+        if name and len(group) == 1:
+            continue
+        others = {sid: [details[o] for o in group if o != sid] for sid in group}
+        chosen = {sid: _telling(details[sid], others[sid], name, True) for sid in group}
+        plain = [sid for sid in group if not chosen[sid]]
+        keeper = _plainest(plain, details) if name else None
+        for sid in plain:
+            if sid != keeper:
+                chosen[sid] = _telling(details[sid], others[sid], name, False)
+        for sid in group:
+            detail = chosen[sid]
+            names[sid] = f"{name}: {detail}" if name and detail else name or detail
+
+
 def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
                 titles: dict[str, list[str]], examples: dict[str, Examples],
                 commands: dict[str, list[str]] | None = None) -> None:
@@ -185,34 +204,19 @@ def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
     `examples` holds each state's members' canonical lines, `commands` the signatures of
     the actions that led to them."""
     commands = commands or {}
+    # how many states show a line: its salient ones, then (ranked after them) the others
     frequency = Counter(t for s in states for t in set(s.profile.salient_templates))
     frequency.update(t for s in states for t in set(s.profile.templates)
-                     if t not in s.profile.salient_templates)  # (ranked after the salient)
+                     if t not in s.profile.salient_templates)
     app = app_name(Counter(titles[s.id]).most_common(1)[0][0] for s in states if titles.get(s.id))
     names = {s.id: _base_name(s, labels.get(s.id, []), titles.get(s.id, []),
                               examples.get(s.id, []), app, commands.get(s.id, []))
              for s in states}
-    first = names
-    for everything in (False, True):  # the salient lines first, then any line
-        details = {s.id: _details(s, examples.get(s.id, []), frequency, everything)
-                   for s in states}
-        alike = defaultdict(list)
-        for state in states:
-            alike[names[state.id]].append(state.id)
-        for name, group in alike.items():
-            if name and len(group) == 1:
-                continue
-            others = {sid: [details[o] for o in group if o != sid] for sid in group}
-            chosen = {sid: _telling(details[sid], others[sid], name, True) for sid in group}
-            plain = [sid for sid in group if not chosen[sid]]
-            keeper = _plainest(plain, details) if name else None
-            for sid in plain:
-                if sid != keeper:
-                    chosen[sid] = _telling(details[sid], others[sid], name, False)
-            for sid in group:
-                detail = chosen[sid]
-                names[sid] = f"{name}: {detail}" if name and detail else name or detail
-        first = first if everything else dict(names)
+    _tell_apart(names, {s.id: _details(s, examples.get(s.id, []), frequency, False)
+                        for s in states})
+    first = dict(names)  # told apart by salient lines: the names a fallback starts from
+    _tell_apart(names, {s.id: _details(s, examples.get(s.id, []), frequency, True)
+                        for s in states})
     taken = Counter(names.values())
     for number, state in enumerate(states):
         name = names[state.id]
