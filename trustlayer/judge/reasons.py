@@ -73,7 +73,9 @@ class Reason:
         words = shown.split() if len(shown.split()) <= room else self.shown.split()
         if len(words) > room:
             words = words[:max(room, 4)]
-            words[-1] = words[-1].rstrip(",;:") + "…"
+            kept = " ".join(words)
+            opened = kept.count(" '") > kept.count("' ") + kept.endswith("'")  # a quote cut
+            words[-1] = words[-1].rstrip(",;:") + ("…'" if opened else "…")
         return f"{head} {' '.join(words)} instead{blame}."
 
 
