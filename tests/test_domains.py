@@ -61,7 +61,7 @@ def test_tool_calling_runs_are_judged_with_causes(tool_model):
     by_run = {v["run_id"]: v for v in verdicts}
     porto = next(r for r, lab in labels.items() if lab["cause"] == "agent_error"
                  and "BER-OPO" in (TOOLS / "test" / f"{r}.jsonl").read_text())
-    assert "called search_flights (BER-OPO)" in by_run[porto]["reason"], by_run[porto]["reason"]
+    assert "called search_flights (BER-OPO)" in by_run[porto]["details"], by_run[porto]["details"]
 
 
 def test_eval_with_baselines_on_tool_calling(tool_model, tmp_path, capsys):

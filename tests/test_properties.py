@@ -51,7 +51,7 @@ def test_a_run_that_ends_on_an_unseen_screen_fails(extra_lists, run_number):
     model = learn(training_runs(extra_lists))
     screens = make_screens(run_number + 10, extra_lists[0]) + ["Error 500\nInternal failure"]
     status = judge_run(model, as_run(events_for("new", screens)))
-    assert status.verdict == "fail" and "not where successful runs end" in status.reason
+    assert status.verdict == "fail" and "not where successful runs end" in status.details
 
 
 @settings(max_examples=15, deadline=None)
@@ -67,7 +67,7 @@ def test_removing_an_essential_state_always_fails(extra_lists, data):
                if e.kind == "state" and e.seq not in dropped_seqs]
     status = judge_run(model, as_run(events_for("new", screens)))
     assert status.verdict == "fail"
-    assert model.name(removed) in status.missing or model.name(removed) in status.reason
+    assert model.name(removed) in status.missing or model.name(removed) in status.details
 
 
 @settings(max_examples=10, deadline=None)

@@ -107,12 +107,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from trustlayer.inputs import task_runs
     from trustlayer.judge.batch import judge_paths
     from trustlayer.show import ci as outputs
-    from trustlayer.show.terminal import (
-        Painter,
-        summary_line,
-        verdict_text,
-        wants_colour,
-    )
+    from trustlayer.show.terminal import Painter, summary_line, verdict_text, wants_colour
 
     started = time.perf_counter()
     model = _model(args)
@@ -133,7 +128,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         outputs.write(records, model.task, args.format, args.output, _plain_line)
     else:
         for record in records:
-            print(verdict_text(record, paint))
+            print(verdict_text(record, paint, args.verbose))
     for fmt, path in (("junit", args.junit), ("markdown", args.markdown)):
         if path:
             outputs.write(records, model.task, fmt, path, _plain_line)
@@ -237,6 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="text (default): a line per run; json: a JSON object per line; junit: "
                    "one test case per run; markdown: a summary table for $GITHUB_STEP_SUMMARY")
     p.add_argument("-o", "--output", metavar="FILE", help="write the verdicts to this file")
+    p.add_argument("-v", "--verbose", action="store_true", help="text: under each verdict, the "
+                   "decision path behind its reason (json holds it as `details`)")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     p.add_argument("--markdown", metavar="FILE", help="also write the Markdown summary to FILE")
     p.add_argument("--report", metavar="FILE", help="also write the HTML report to FILE (the "

@@ -14,6 +14,7 @@ from stream.judging.runbook import RunBook
 from stream.judging.settings import WorkerSettings
 from stream.models.refine import is_success
 from trustlayer.judge.faults import STREAM_FAULT
+from trustlayer.judge.reasons import NO_END
 from trustlayer.judge.status import INCOMPLETE, Status
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,7 @@ class Emitter:
         status.reason = (f"no end event for {silent:.0f} s after seq {rec.next_seq - 1} "
                          f"(last status {last})")
         status.status, status.final = INCOMPLETE, True
+        status.details, status.code = status.reason, NO_END
         self.emit(rec, status, out, None, verdict_ts, None)
 
     def finish(self, rec: RunRecord, out: Output, pub: float | None) -> None:

@@ -6,6 +6,7 @@ from devsets import REPO, SHARED
 from tracegen import as_run, events_for, make_screens
 
 from trustlayer.judge.matcher import Matcher, judge_run
+from trustlayer.judge.reasons import DEADLINE, NEGATIVE_MILESTONE
 from trustlayer.judge.resume import restore, snapshot
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
@@ -47,8 +48,9 @@ def test_negative_milestone_fails_the_run_at_once():
         status = matcher.feed(event)
         if status.status == "failed":
             break
-    assert status.detected_at_seq == 4 and "negative milestone" in status.reason
-    assert status.cause == "product_bug"
+    assert status.detected_at_seq == 4 and "negative milestone" in status.details
+    assert status.cause == "product_bug" and status.code == NEGATIVE_MILESTONE
+    assert status.reason.startswith("Failed at step 4: expected ")
 
 
 def test_snapshot_restore_resumes_mid_run():
@@ -71,7 +73,8 @@ def test_deadline_fails_a_silent_run():
     matcher.feed(first)
     assert matcher.tick(first.ts + 1).status != "failed"
     status = matcher.tick(first.ts + 3600)
-    assert status.status == "failed" and "not reached within" in status.reason
+    assert status.status == "failed" and "not reached within" in status.details
+    assert status.code == DEADLINE and "not reached within" in status.reason
 
 
 

@@ -43,7 +43,7 @@ def test_the_report_asked_for_another_way_passes_with_a_note():
 def test_the_same_request_with_other_counts_fails():
     model = learn(TRAINING)
     status = judge_run(model, run("one-test-fewer", "pytest -q", "40 passed, 4 skipped"))
-    assert status.verdict == "fail" and "never reached" in status.reason
+    assert status.verdict == "fail" and "never reached" in status.details
 
 
 def test_a_report_in_new_words_fails_however_asked():

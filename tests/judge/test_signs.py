@@ -53,7 +53,7 @@ def test_a_training_run_passes_and_the_same_run_reporting_failure_fails(cli_flag
     assert judged(cli_flag_model, events, tmp_path).verdict == "pass"
     events[-1]["self_report"] = "failure"
     status = judged(cli_flag_model, events, tmp_path)
-    assert status.verdict == "fail" and "reported that it failed" in status.reason
+    assert status.verdict == "fail" and "reported that it failed" in status.details
 
 
 def test_a_last_test_report_with_failures_fails_whatever_milestones_say(cli_flag_model, tmp_path):
@@ -66,7 +66,7 @@ def test_a_last_test_report_with_failures_fails_whatever_milestones_say(cli_flag
     answer["text"] = red["observation"]["text"]
     status = judged(cli_flag_model, events, tmp_path)
     assert status.verdict == "fail", status.reason
-    assert "run_tests report still showed" in status.reason and "went on to fix" in status.reason
+    assert "run_tests report still showed" in status.details and "went on to fix" in status.details
 
 
 def test_a_run_that_never_checks_its_edit_fails(cli_flag_model, tmp_path):
@@ -74,7 +74,7 @@ def test_a_run_that_never_checks_its_edit_fails(cli_flag_model, tmp_path):
     first_test = min(i for i, event in enumerate(events) if event["kind"] == "action"
                      and event["action"]["target"] == "run_tests")
     status = judged(cli_flag_model, renumbered(events[:first_test] + events[-1:]), tmp_path)
-    assert status.verdict == "fail" and "never checked its work" in status.reason
+    assert status.verdict == "fail" and "never checked its work" in status.details
     assert status.cause == "agent_error"
 
 
@@ -82,7 +82,7 @@ def test_a_run_taking_lines_out_of_a_pinned_test_fails(cli_flag_model):
     # the test run's agent edited the test every successful run only added to
     status = judge_run(cli_flag_model,
                        read_run(CLI_FLAG / "test" / "slugify-cli-flag-test-04.jsonl"))
-    assert status.verdict == "fail" and "out of tests/test_release.py" in status.reason
+    assert status.verdict == "fail" and "out of tests/test_release.py" in status.details
 
 
 def test_a_run_taking_lines_out_of_a_file_no_successful_run_changed_fails():
@@ -94,7 +94,7 @@ def test_a_run_taking_lines_out_of_a_file_no_successful_run_changed_fails():
     for failed in ("slugify-cli-flag-test-04", "slugify-cli-flag-test-07"):
         status = judge_run(model, read_run(CLI_FLAG / "test" / f"{failed}.jsonl"))
         assert status.verdict == "fail" and status.cause == "agent_error"
-        assert "out of tests/test_release.py, which no successful run changed" in status.reason
+        assert "out of tests/test_release.py, which no successful run changed" in status.details
 
 
 def test_from_few_runs_only_the_words_the_goal_names_are_required(cli_flag_model):
@@ -112,7 +112,7 @@ def test_another_objects_page_with_the_same_pixels_is_not_the_end(tmp_path):
     assert other.verdict == "fail" and other.cause == "agent_error"
     # renamed another category and went back to the list: the old name is still listed
     listed = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-05.jsonl"))
-    assert listed.verdict == "fail" and "every successful run's work made go" in listed.reason
+    assert listed.verdict == "fail" and "every successful run's work made go" in listed.details
 
 
 def test_signs_survive_a_snapshot(cli_flag_model):
@@ -130,7 +130,7 @@ def test_a_server_error_no_successful_run_received_is_the_products_fault():
     # the save answered 500: Django's plain error page
     status = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-09.jsonl"))
     assert status.verdict == "fail" and status.cause == "product_bug"
-    assert status.reason.startswith("the server answered POST /admin/library/category/")
+    assert status.details.startswith("the server answered POST /admin/library/category/")
 
 
 def test_a_later_good_answer_to_the_same_request_makes_an_error_good(tmp_path):
@@ -141,7 +141,7 @@ def test_a_later_good_answer_to_the_same_request_makes_an_error_good(tmp_path):
     states[-2]["observation"]["network"] = [dict(request, status=503)]
     states[-1]["observation"]["network"] = []
     shots = RENAME / "train" / "shots" / "dj-rename-category-train-01"
-    assert "answered GET /admin/jsi18n/ with 503" in judged(model, events, tmp_path, shots).reason
+    assert "answered GET /admin/jsi18n/ with 503" in judged(model, events, tmp_path, shots).details
     states[-1]["observation"]["network"] = [dict(request, status=200)]
     assert judged(model, events, tmp_path, shots).verdict == "pass"
 
@@ -151,7 +151,7 @@ def test_an_end_showing_the_typed_text_otherwise_fails():
     assert model.end_texts == ["Crime & Mystery"]
     # "Crime &Mystery" saved: the same words, not the text every successful run typed
     status = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-17.jsonl"))
-    assert status.verdict == "fail" and "without showing 'Crime & Mystery'" in status.reason
+    assert status.verdict == "fail" and "without showing 'Crime & Mystery'" in status.details
 
 
 def test_where_successful_runs_disagree_on_checking_a_run_that_does_not_passes_with_a_warning():

@@ -46,7 +46,7 @@ def test_a_milestone_that_left_something_lasting_is_required():
                  if model.states[sid].profile.templates == ["X|Editor", "X|hello world"])
     assert typed not in model.soft
     status = judge_run(model, run("new", [HOME, PROBE, "Editor\nhello", SAVED], "8"))
-    assert status.verdict == "fail" and model.name(typed) in status.reason
+    assert status.verdict == "fail" and model.name(typed) in status.details
 
 
 def test_a_required_output_given_another_value_fails():
@@ -54,13 +54,13 @@ def test_a_required_output_given_another_value_fails():
     assert model.required_outputs == {"tool:report": "8"}
     status = judge_run(model, run("new", [HOME, PROBE, TYPED, SAVED], "9"))
     assert status.verdict == "fail"
-    assert "every successful run called it with '8'" in status.reason
+    assert "every successful run called it with '8'" in status.details
 
 
 def test_a_run_must_end_where_successful_runs_end():
     model = learn(TRAINING)
     status = judge_run(model, run("new", [HOME, PROBE, TYPED, SAVED, HOME], "8"))
-    assert status.verdict == "fail" and "not where successful runs end" in status.reason
+    assert status.verdict == "fail" and "not where successful runs end" in status.details
 
 
 def test_the_page_every_successful_run_started_on_is_a_habit_when_they_left_it():
@@ -158,7 +158,7 @@ def test_files_changing_with_no_action_fail_unless_successful_runs_saw_it():
     assert not model.files_change_alone
     status = judge_run(model, lost)
     assert status.verdict == "fail" and status.cause == "product_bug"
-    assert "no action of the agent" in status.reason and status.detected_at_seq == 5
+    assert "no action of the agent" in status.details and status.detected_at_seq == 5
     # where successful runs' files changed on their own too (a formatter), it is no news
     reformatted = dict(fixed, **{"lib.py": "f2"})
     formatted = [tool_run(f"fmt-{n}", [("", "", "Task: fix lib.py", START_TREE),
@@ -209,7 +209,7 @@ def test_who_is_to_blame_for_a_wrong_answer_is_what_the_screen_showed():
     # the screen showed what successful runs read off it, and the agent reported another
     misread = judge_run(model, query_run("misread", queries[0], "78", "87"))
     assert misread.verdict == "fail" and misread.cause == "agent_error"
-    assert "its screen showed that value" in misread.reason
+    assert "its screen showed that value" in misread.details
     # the product showed another value where they read it, and the agent reported it
     shown = judge_run(model, query_run("shown", queries[0], "81", "81"))
     assert shown.verdict == "fail" and shown.cause == "product_bug"

@@ -2,14 +2,12 @@
 import re
 
 import pytest
-from devsets import REPO, SHARED
+from devsets import DEV_TASKS, REPO, SHARED
 
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 
-TASKS = ["jupyter-dev", "coding-dev", "coding-dev2/slugify-cli-flag",
-         "coding-dev2/slugify-fix-regex-bug", "datasette-dev/ds-countries-filter-count",
-         "datasette-dev/ds-json-export-row"]
+TASKS = list(DEV_TASKS)
 TOKENISED = re.compile(r"\w ' \w|\w \. \w|\w - \w\w* - |\( \w|\w \)")  # "runner ' s", "a . py"
 
 
@@ -24,7 +22,7 @@ def test_names_are_distinct_and_readable(model):
     names = [state.name for state in model.states.values()]
     assert len(set(names)) == len(names)
     for name in names:
-        assert "<" not in name and "*" not in name, name  # no wildcard, no <ago> placeholder
+        assert "<*>" not in name and not re.search(r"<[a-z]+>", name), name  # no wildcard, no <ago>
         assert not re.search(r"\(s\d+\)", name), name  # no internal state ids
         assert not TOKENISED.search(name), name  # spacing as the run showed it
         assert 0 < len(name) <= 150, name
@@ -37,3 +35,30 @@ def test_milestones_are_named_by_words_not_numbers(model):
         detail = name.rsplit(": ", 1)[-1]
         digits = sum(ch.isdigit() for ch in detail) / max(1, sum(ch.isalnum() for ch in detail))
         assert digits <= 0.25 or detail == name, name  # no "Ln 1, Col 1" status fragment
+
+
+#: a control's line in the accessibility tree (its label names what the agent may do)
+CONTROL = re.compile(r'^A\|- (?:button|link|menuitem|tab|option|checkbox|radio|switch) " (.+?) "')
+SEPARATOR = re.compile(r"\s+[-|]\s+")
+
+
+def plain(text: str) -> str:
+    """`text` without spaces: a template's tokens (``untitled . txt``) as shown."""
+    return re.sub(r"\s+", "", text)
+
+
+def test_names_are_no_button_label_number_or_bare_application_name(model):
+    """Names a person would give: no ``(2)``, no wildcard, not the application's name
+    alone (the title part every titled state shares), not a control's label unless the
+    page's title says it."""
+    titles = {sid: [t[2:] for t in state.profile.templates if t.startswith("T|")]
+              for sid, state in model.states.items()}
+    parts = [set(SEPARATOR.split(found[0])) for found in titles.values() if found]
+    shared = set.intersection(*parts) if len(parts) > 1 else set()
+    for sid, state in model.states.items():
+        name = state.name
+        assert not re.search(r"\(\d+\)", name) and "<*>" not in name, name
+        assert plain(name) not in {plain(app) for app in shared}, name
+        labels = {plain(m.group(1)) for t in state.profile.templates if (m := CONTROL.match(t))}
+        detail = plain(name.rsplit(": ", 1)[-1])
+        assert detail not in labels or any(detail in plain(t) for t in titles[sid]), name

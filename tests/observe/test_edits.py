@@ -67,7 +67,7 @@ def test_a_run_that_kept_what_every_successful_run_removed_fails():
     assert same.verdict == "pass", same.reason
     status = judge_run(model, coding_run("wrapper", [("edit_file", WRAPPED)]))
     assert status.verdict == "fail" and status.cause == "agent_error"
-    assert status.reason == ("every successful run removed `def helper(x):` from a.py; "
+    assert status.details == ("every successful run removed `def helper(x):` from a.py; "
                              "this run's edits kept it")
 
 

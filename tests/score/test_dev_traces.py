@@ -1,5 +1,6 @@
 """Real recorded traces: the floors honestly measured on ../shared/traces (see README)."""
 import json
+import re
 import shutil
 
 import pytest
@@ -82,9 +83,28 @@ def test_every_training_run_passes_and_reasons_name_milestones(dev_set):
     names = {model.name(s) for s in model.essential}
     ends = " or ".join(model.name(s) for s in model.accepting)
     for verdict in failing:
-        assert any(said in verdict["reason"] for said in END_REASONS), verdict["reason"]
+        assert any(said in verdict["details"] for said in END_REASONS), verdict["details"]
         assert set(verdict["missing"]) <= names | {ends}
         assert verdict["cause"] in ("product_bug", "agent_error")
+
+
+MAX_REASON_WORDS = 25
+INTERNAL_ACTION = re.compile(r"\b\w+:\S*:")  # an action signature, type:target:value
+SHORT_REASON = re.compile(r"Failed at step \d+: expected .+; .*\bshowed\b.* instead "
+                          r"\((product fault|agent error)\)\.$")
+
+
+def test_reasons_are_one_sentence_of_expected_versus_shown(dev_set):
+    """A person reads the reason: the step, what successful runs showed there, what this
+    run showed instead, who is to blame; the decision path is in its details."""
+    _, root, model = dev_set
+    for verdict in judge_paths(model, [str(root / "test")], quiet=True):
+        reason = verdict["reason"]
+        assert len(reason.split()) <= MAX_REASON_WORDS, reason
+        assert not INTERNAL_ACTION.search(reason), reason
+        assert verdict["code"] and verdict["details"], verdict
+        if verdict["verdict"] == "fail":
+            assert SHORT_REASON.match(reason), reason
 
 
 def test_model_file_round_trip(dev_set, tmp_path):

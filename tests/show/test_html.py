@@ -119,7 +119,7 @@ def test_report_shows_each_run_and_the_divergence(report):
                     "jl-save-textfile-test-02": ({"run", "fail"}, True)}
     assert text.count("Divergence") == 2
     assert text.count("the run showed instead") == 4  # each beside expected, and full size
-    assert "expected: 'untitled.txt - JupyterLab: Saving completed'" in text
+    assert "expected: 'untitled.txt: Saving completed'" in text
     assert "failed in phase 'Saving completed' after 'hello world'" in text
     assert "product_bug" in text and "agent_error" in text
     assert sum("diverged" in c for c in classes(page, "figure")) == 2

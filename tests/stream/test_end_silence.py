@@ -47,6 +47,7 @@ def test_a_run_without_its_end_is_finalised_as_incomplete_with_its_last_status()
         ("open", "incomplete", "incomplete", True)
     assert final["reason"].startswith(f"no end event for {silence + 1:.0f} s after seq "
                                       f"{len(events) - 1} (last status passed")
+    assert (final["code"], final["details"]) == ("no_end", final["reason"])
     # its end coming late changes nothing, and it is not learned from
     end = renamed([e for e in example_events()[0] if e["kind"] == "end"], "open")[0]
     late = proc.process_batch(as_records([{**end, "seq": len(events)}], len(events), pub=PUB))

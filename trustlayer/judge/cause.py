@@ -33,6 +33,15 @@ from collections.abc import Sequence
 from trustlayer.graph_marks import SUCCESS
 from trustlayer.judge.history import Observed
 from trustlayer.judge.phases import phase_gaps, where
+from trustlayer.judge.reasons import (
+    MISSING_MILESTONE,
+    SELF_REPORT_FAILURE,
+    UNACCEPTED_END,
+    Reason,
+    listed,
+    quoted,
+)
+from trustlayer.judge.signs import Sign
 from trustlayer.model import Model
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.steps import NO_ACTION, PASSIVE, in_words
@@ -132,12 +141,38 @@ def _unaccepted_end(model: Model, history: Sequence[Observed]) -> str:
            f"runs end ({ends})"
 
 
+def _brief(model: Model, entries: Sequence[Observed]) -> str:
+    """What the first of `entries` showed, in a few words for the short reason."""
+    entry = entries[0] if entries else None
+    if entry is not None and entry.ids:
+        return quoted(model.name(entry.ids[0]))
+    if entry is not None and entry.novel:
+        return listed(entry.novel)
+    return "an unknown state"
+
+
+def _headline(model: Model, missing: str | None, last: str | None,
+              history: Sequence[Observed]) -> Sign:
+    """The run's failure when no sign of failure tells it: a milestone it never reached,
+    or an end where successful runs do not end."""
+    if missing is None:
+        return Sign(_unaccepted_end(model, history), None,
+                    f"to end at {quoted(model.name(model.accepting[0]))}", "", UNACCEPTED_END)
+    reason = f"'{model.name(missing)}' never reached " + (
+        f"after '{model.name(last)}'" if last else "from the start")
+    phase = where(model, missing)
+    return Sign(f"{reason} ({phase})" if phase else reason, None,
+                quoted(model.name(missing)), "", MISSING_MILESTONE)
+
+
 def explain_failure(model: Model, history: Sequence[Observed], position: int,
-                    matched: Sequence[str], headline: str | None = None,
-                    output_shown: bool = False, expected_shown: bool = False) -> tuple[str, str]:
-    """Reason and cause for a run that ended without every milestone, with every
-    milestone but not in a state where successful runs end, or with what `headline`
-    says (a required output given another value).
+                    matched: Sequence[str], headline: Sign | None = None,
+                    output_shown: bool = False,
+                    expected_shown: bool = False) -> tuple[str, str, Reason]:
+    """Reason (the decision path), cause and the short reason for a run that ended without
+    every milestone, with every milestone but not in a state where successful runs end, or
+    with what `headline` says (a sign of failure, or a required output given another
+    value).
 
     `history` holds one :class:`~trustlayer.judge.history.Observed` per state the run
     showed (the model states it matched, the actions that led to it, words no training
@@ -155,85 +190,107 @@ def explain_failure(model: Model, history: Sequence[Observed], position: int,
     """
     missing = next((s for s in model.essential[position:] if s not in model.soft), None)
     last = matched[-1] if matched else None
-    if headline is not None and expected_shown:
-        return (f"{headline}: its screen showed that value, as the screens of successful runs "
-                "did, and the agent gave another", AGENT_ERROR)
-    if headline is not None and output_shown and history and history[-1].ends:
-        return (f"{headline}: the run ended as successful runs end, and the agent gave the "
-                "value the product showed it", PRODUCT_BUG)
-    if headline is not None:
-        reason = headline
-    elif missing is None:
-        reason = _unaccepted_end(model, history)
-    else:
-        reason = f"'{model.name(missing)}' never reached " + (
-            f"after '{model.name(last)}'" if last else "from the start")
-        phase = where(model, missing)
-        reason = f"{reason} ({phase})" if phase else reason
+    end = history[-1].seq if history else None
+    if headline is None:
+        headline = _headline(model, missing, last, history)
+    elif headline.code == SELF_REPORT_FAILURE:  # what successful runs showed says more
+        headline = headline._replace(expected=_headline(model, missing, last, history).expected)
+    reason = headline.reason
+
+    def found(details: str, cause: str, shown: str, seq: int | None,
+              action: str | None = None) -> tuple[str, str, Reason]:
+        return details, cause, Reason(headline.code, headline.expected, shown, seq, action)
+
+    if expected_shown:
+        return found(f"{reason}: its screen showed that value, as the screens of successful "
+                     "runs did, and the agent gave another", AGENT_ERROR,
+                     f"its screen showed the expected value and {headline.shown}", end)
+    if output_shown and history and history[-1].ends:
+        return found(f"{reason}: the run ended as successful runs end, and the agent gave the "
+                     "value the product showed it", PRODUCT_BUG,
+                     f"its screen showed the wrong value and {headline.shown}", end)
     start = max((i for i, e in enumerate(history) if last in e.ids), default=-1)
     known = history[start] if start >= 0 else None
     for k in range(start + 1, len(history)):
         here = history[k]
         if here.files_moved:
-            return (f"{reason}: files changed with no action of the agent (the environment "
-                    f"lost or altered its work), and the run showed {_shown(model, history[k:])}",
-                    PRODUCT_BUG)
+            return found(f"{reason}: files changed with no action of the agent (the environment "
+                         f"lost or altered its work), and the run showed "
+                         f"{_shown(model, history[k:])}", PRODUCT_BUG,
+                         "the files showed changes no action of the agent made", here.seq)
         if known is not None and set(here.ids) & _expected(model, known):
             known = here
             continue
         unusual = _unusual(model, position, known, here)
         if unusual:
-            return (f"{reason}: the agent {in_words(unusual[0])}, which successful runs never "
-                    f"do at this point, and the run showed {_shown(model, history[k:])}",
-                    AGENT_ERROR)
+            return found(f"{reason}: the agent {in_words(unusual[0])}, which successful runs "
+                         f"never do at this point, and the run showed "
+                         f"{_shown(model, history[k:])}", AGENT_ERROR,
+                         f"the screen showed {_brief(model, history[k:])}", here.seq,
+                         f"the agent {in_words(unusual[0])}")
         entered = _entered(here, history[:k + 1], history[start + 1:k + 1],
                            _usual(model, position, known))
         if entered:
-            return (f"{reason}: the agent entered {entered}, and the run showed "
-                    f"{_shown(model, history[k:])}, which successful runs never showed",
-                    AGENT_ERROR)
+            return found(f"{reason}: the agent entered {entered}, and the run showed "
+                         f"{_shown(model, history[k:])}, which successful runs never showed",
+                         AGENT_ERROR, f"the screen showed {_brief(model, history[k:])}",
+                         here.seq, f"the agent entered {entered}")
         did = _by_agent(here)
         if here.ids and known is not None and did \
                 and _went_elsewhere(model, known.ids, did, here.ids):
-            return (f"{reason}: the agent {in_words(did)} as successful runs do, and the "
-                    f"product showed '{model.name(here.ids[0])}', where successful runs saw "
-                    f"what follows '{model.name(known.ids[0])}'", PRODUCT_BUG)
+            return found(f"{reason}: the agent {in_words(did)} as successful runs do, and the "
+                         f"product showed '{model.name(here.ids[0])}', where successful runs "
+                         f"saw what follows '{model.name(known.ids[0])}'", PRODUCT_BUG,
+                         f"the screen showed {_brief(model, [here])}", here.seq,
+                         f"the agent {in_words(did)}")
         if here.novel:
             did = "did nothing (the screen changed on its own)" if here.via == [NO_ACTION] \
                 else f"{in_words(here.via[-1])} as successful runs do"
-            return (f"{reason}: the agent {did}, and the product showed "
-                    f"{_shown(model, history[k:])}", PRODUCT_BUG)
+            return found(f"{reason}: the agent {did}, and the product showed "
+                         f"{_shown(model, history[k:])}", PRODUCT_BUG,
+                         f"the screen showed {_brief(model, [here])}", here.seq,
+                         None if here.via == [NO_ACTION] else f"the agent {in_words(here.via[-1])}")
         if here.ids:
             known = here
     if known is None:
-        return f"{reason}: the run showed nothing successful runs show", AGENT_ERROR
+        return found(f"{reason}: the run showed nothing successful runs show", AGENT_ERROR,
+                     "the run showed nothing successful runs show", end)
     state = model.name(known.ids[0])
     after = history[history.index(known) + 1:]
     if after and not any(entry.ids for entry in after):
         did = next((a for entry in after for a in entry.via
                     if a != NO_ACTION and not a.startswith(PASSIVE)), NO_ACTION)
-        return (f"{reason}: after '{state}' the agent {in_words(did)} as successful runs do, and "
-                f"the product never showed what they saw next ({_shown(model, after)})",
-                PRODUCT_BUG)
+        return found(f"{reason}: after '{state}' the agent {in_words(did)} as successful runs "
+                     f"do, and the product never showed what they saw next "
+                     f"({_shown(model, after)})", PRODUCT_BUG,
+                     f"the screen showed {_brief(model, after)}", after[0].seq,
+                     f"the agent {in_words(did)}")
     onward = set().union(*(model.out_actions(s) for s in known.ids)) - {NO_ACTION}
     last_step = next((did for entry in reversed(history) if (did := _by_agent(entry))), None)
     if last_step is not None and _went_elsewhere(model, known.ids, last_step, known.ids):
-        return (f"{reason}: the agent {in_words(last_step)} as successful runs do from '{state}', "
-                f"and the product stayed at '{state}'", PRODUCT_BUG)
+        return found(f"{reason}: the agent {in_words(last_step)} as successful runs do from "
+                     f"'{state}', and the product stayed at '{state}'", PRODUCT_BUG,
+                     f"the screen still showed {quoted(state)}", end,
+                     f"the agent {in_words(last_step)}")
     if SUCCESS in set().union(*(model.successors(s) for s in known.ids)):
-        return (f"{reason}: the run ended in '{state}' as successful runs end, without the "
-                "step they all take before it", AGENT_ERROR)
+        return found(f"{reason}: the run ended in '{state}' as successful runs end, without the "
+                     "step they all take before it", AGENT_ERROR,
+                     f"the screen showed {quoted(state)} without the step successful runs "
+                     "take before it", end)
     if not onward:
-        return (f"{reason}: the run stalled in '{state}', which successful runs leave without "
-                "any action (the product did not move on)", PRODUCT_BUG)
+        return found(f"{reason}: the run stalled in '{state}', which successful runs leave "
+                     "without any action (the product did not move on)", PRODUCT_BUG,
+                     f"the screen showed {quoted(state)} until the end", end)
     first = min((i for i, e in enumerate(history) if last in e.ids), default=start)
     news = next((e for i, e in enumerate(history[first + 1:start], first + 1)
                  if e.novel and not e.ids and not _unusual(model, position, None, e)
                  and not _checked(model, e) and set(history[i - 1].ids) & set(history[i + 1].ids)),
                 None)
     if news is not None:  # the product refused the step and left all as it was
-        return (f"{reason}: the agent {in_words(news.via[-1])} as successful runs do, the "
-                f"product showed {_shown(model, [news])}, and the run never got further",
-                PRODUCT_BUG)
-    return (f"{reason}: the agent stopped after '{state}', where successful runs went on: "
-            f"they {in_words(sorted(onward)[0])}", AGENT_ERROR)
+        return found(f"{reason}: the agent {in_words(news.via[-1])} as successful runs do, the "
+                     f"product showed {_shown(model, [news])}, and the run never got further",
+                     PRODUCT_BUG, f"the screen showed {_brief(model, [news])}", news.seq,
+                     f"the agent {in_words(news.via[-1])}")
+    return found(f"{reason}: the agent stopped after '{state}', where successful runs went on: "
+                 f"they {in_words(sorted(onward)[0])}", AGENT_ERROR,
+                 f"the agent stopped while the screen showed {quoted(state)}", end)

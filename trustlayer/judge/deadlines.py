@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trustlayer.judge.history import Observed
+from trustlayer.judge.reasons import DEADLINE, Reason, quoted
 from trustlayer.model import Model
 
 #: A deadline needs this many timed observations from successful runs (fewer: none).
@@ -29,26 +30,31 @@ def deadline(stats: dict | None, factor: float) -> float | None:
     return max(DEADLINE_FLOOR, factor * stats["max"])
 
 
-def overdue(model: Model, position: int, start_ts: float | None, history: Sequence[Observed],
-            now: float) -> tuple[int, str] | None:
-    """The seq to fail a run at and why, if at time `now` a learned deadline has passed: its
-    next milestone (``model.essential[position]``) not reached, or its current state not
-    left, within its :func:`deadline`. None without one (too few successful runs timed)."""
-    timing, factor = model.timing, model.settings.deadline_factor
-    upcoming = model.essential[position] if position < len(model.essential) else None
+def overdue(model: Model, history: Sequence[Observed], position: int, start_ts: float,
+            now: float) -> tuple[Reason, str] | None:
+    """The short reason and the details when a learned deadline has passed at time `now`
+    for a run at milestone `position` that started at `start_ts`: the next milestone not
+    reached, or the current state not left, within its :func:`deadline`; else None."""
+    timing, factor, essential = model.timing, model.settings.deadline_factor, model.essential
+    upcoming = essential[position] if position < len(essential) else None
+    seq = history[-1].seq if history else 0
     reach = timing["time_to_reach"].get(upcoming) if upcoming is not None else None
     limit = deadline(reach, factor)
     if upcoming is not None and reach is not None and limit is not None \
-            and start_ts is not None and now - start_ts > limit:
-        return (history[-1].seq if history else 0,
-                f"'{model.name(upcoming)}' not reached within {limit:.0f} s; "
-                f"successful runs reached it within {reach['max']:.0f} s")
+            and now - start_ts > limit:
+        name = model.name(upcoming)
+        return (Reason(DEADLINE, f"{quoted(name)} within {reach['max']:.0f} s",
+                       f"the screen showed it not reached within {limit:.0f} s", seq),
+                f"'{name}' not reached within {limit:.0f} s; successful runs reached it "
+                f"within {reach['max']:.0f} s")
     if history and history[-1].ids:
-        current = history[-1].ids[0]
-        dwell = timing["dwell"].get(current)
+        current = model.name(history[-1].ids[0])
+        dwell = timing["dwell"].get(history[-1].ids[0])
         limit = deadline(dwell, factor)
         lasted = now - history[-1].ts
         if dwell is not None and limit is not None and lasted > limit:
-            return (history[-1].seq, f"'{model.name(current)}' lasted {lasted:.0f} s; "
-                    f"successful runs left it within {dwell['max']:.0f} s")
+            return (Reason(DEADLINE, f"{quoted(current)} left within {dwell['max']:.0f} s",
+                           f"the screen showed it and it lasted {lasted:.0f} s", seq),
+                    f"'{current}' lasted {lasted:.0f} s; successful runs left it within "
+                    f"{dwell['max']:.0f} s")
     return None

@@ -10,8 +10,9 @@ from typing import Any
 from trustlayer.compare.equivalence import Decision, judge
 from trustlayer.compare.index import StateIndex
 from trustlayer.compare.llm import LLMJudge, judge_for
-from trustlayer.judge.matcher import Matcher
+from trustlayer.judge.matcher import judged
 from trustlayer.judge.phases import Phase, frame_phases, phases, where
+from trustlayer.judge.reasons import NEGATIVE_MILESTONE
 from trustlayer.judge.status import FAILED, Status
 from trustlayer.model import Model
 from trustlayer.observe.steps import Step, run_steps
@@ -56,7 +57,7 @@ def _divergence(model: Model, frames: Sequence[Frame], status: Status,
     successful runs go to next; a negative milestone's frame; else the last frame."""
     if status.status != FAILED or not frames:
         return None
-    if status.reason and status.reason.startswith("negative milestone"):
+    if status.code == NEGATIVE_MILESTONE:
         return next((i for i, f in enumerate(frames) if f.seq == status.detected_at_seq),
                     len(frames) - 1)
     reached = {sid for sid in model.essential if model.name(sid) in status.matched}
@@ -92,13 +93,9 @@ def _doubt(decision: Decision, settings: Any) -> str | None:
 
 def analyse_run(model: Model, run: Run, index: StateIndex | None = None,
                 llm: LLMJudge | None = None) -> RunView:
-    """Judge `run` with the matcher (as ``validate`` does, with the LLM tier when the model
-    enables it) and gather what the report shows of it."""
-    matcher = Matcher(model, llm)
-    for event in run.events:
-        matcher.feed(event)
-    if run.end is None:
-        matcher.close(run.events[-1].seq)
+    """Judge `run` as ``validate`` does (with the LLM tier when the model enables it) and
+    gather what the report shows of it."""
+    matcher = judged(model, run, llm)
     status = matcher.current
     steps = {step.seq: step for step in run_steps(run, model.settings)}
     events = {event.seq: event for event in run.events}

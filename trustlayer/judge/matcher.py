@@ -25,7 +25,18 @@ from trustlayer.judge.cause import explain_failure
 from trustlayer.judge.deadlines import overdue
 from trustlayer.judge.faults import feed_checked
 from trustlayer.judge.history import Observed
-from trustlayer.judge.signs import FailureWatch
+from trustlayer.judge.reasons import (
+    FILES_MOVED,
+    KEPT_LINE,
+    MILESTONES_REACHED,
+    NEGATIVE_MILESTONE,
+    UNJUDGEABLE,
+    WRONG_OUTPUT,
+    Reason,
+    passed_sentence,
+    quoted,
+)
+from trustlayer.judge.signs import FailureWatch, Sign
 from trustlayer.judge.status import AT_RISK, FAILED, PASSED, RUNNING, Status
 from trustlayer.model import Model
 from trustlayer.observe.canonical import shows
@@ -159,18 +170,27 @@ class Matcher:
             return
         if negatives and not known:
             negative = self.model.states[negatives[0]]
-            self._fail(step.seq, f"negative milestone '{negative.name}' appeared",
-                       negative.negative_cause or "product_bug")
+            self._fail(negative.negative_cause or "product_bug",
+                       Reason(NEGATIVE_MILESTONE, self._next_milestone(), f"the screen showed "
+                              f"{quoted(negative.name)}, as failed runs did", step.seq),
+                       f"negative milestone '{negative.name}' appeared")
             return
         if step.files_moved and not self.model.files_change_alone:
-            self._fail(step.seq, "the files changed with no action of the agent, which no "
-                       "successful run saw (the environment lost or altered its work)",
-                       "product_bug")
+            self._fail("product_bug", Reason(FILES_MOVED, "files changed only by the agent",
+                                             "the files showed changes no action of the agent "
+                                             "made", step.seq),
+                       "the files changed with no action of the agent, which no successful "
+                       "run saw (the environment lost or altered its work)")
             return
         # a milestone where successful runs end is met by a state like all their ends
         # together (when it is none of their end states itself)
         pooled = ends and not set(known) & set(self.model.accepting)
         self._advance(known + (list(self.model.accepting) if pooled else []), step.seq)
+
+    def _next_milestone(self) -> str:
+        """The next milestone to reach, quoted, for a short reason."""
+        essential = self.model.essential[self.position:] or self.model.accepting
+        return quoted(self.model.name(essential[0]))
 
     def _upcoming_transient(self) -> str | None:
         """The next milestone to reach, if it is a tool's report (``model.transient``)."""
@@ -224,7 +244,11 @@ class Matcher:
         done = self.position >= total \
             or all(s in self.model.soft for s in essential[self.position:])
         if done and self._accepted():
-            self.current.status, self.current.reason = PASSED, "every essential milestone reached"
+            self.current.status, self.current.code = PASSED, MILESTONES_REACHED
+            self.current.reason = passed_sentence(len(self.matched_at), total)
+            self.current.details = (f"every essential milestone reached ({len(self.matched_at)} "
+                                   f"of {total}; the others are interruptions runs may skip), "
+                                   "and the run ended where successful runs end")
             if self.current.detected_at_seq is None:
                 self.current.detected_at_seq = seq
         else:
@@ -262,16 +286,19 @@ class Matcher:
             f"showed '{self.model.name(sid)}' with other counts than every successful run"
             for sid in self.reshaped] + self.signs.notes(self.model)
 
-    def _fail(self, seq: int | None, reason: str, cause: str | None) -> None:
-        self.current.status, self.current.reason, self.current.cause = FAILED, reason, cause
-        self.current.detected_at_seq = seq
-        self.current.final = True
+    def _fail(self, cause: str | None, why: Reason, details: str, seq: int | None = None) -> None:
+        """Fail the run for good at event `seq` (else where `why` found it, the short reason)."""
+        self.current.status, self.current.cause, self.current.code = FAILED, cause, why.code
+        self.current.reason, self.current.details = why.sentence(cause), details
+        self.current.detected_at_seq, self.current.final = why.seq if seq is None else seq, True
 
-    def fail(self, seq: int, reason: str, cause: str | None) -> Status:
-        """Fail the run for good at event `seq`, for a `reason` outside what it showed (e.g.
-        an event that cannot be judged: :mod:`trustlayer.judge.faults`); after the run's
-        first event was fed (:meth:`feed` makes its status before anything else)."""
-        self._fail(seq, reason, cause)
+    def fail(self, seq: int | None, reason: str, cause: str | None,
+             code: str = UNJUDGEABLE) -> Status:
+        """Fail the run for good at event `seq`, for a `reason` outside what it showed (its
+        own details; e.g. an event that cannot be judged: :mod:`trustlayer.judge.faults`),
+        after the run's first event was fed (:meth:`feed` makes its status first)."""
+        self._fail(cause, Reason(code, "", "", seq), reason)
+        self.current.reason = reason  # given whole: its own sentence
         return self.current
 
     def given_up(self, seq: int | None, reason: str, cause: str, run_id: str,
@@ -285,7 +312,7 @@ class Matcher:
         failed.status = self.status or Status(
             run_id, task, model_version=self.model.version,
             missing=[self.model.name(s) for s in self.model.essential if s not in self.model.soft])
-        failed._fail(seq, reason, cause)
+        failed.fail(seq, reason, cause)
         return failed
 
     def close(self, seq: int) -> None:
@@ -298,49 +325,62 @@ class Matcher:
             self.history[-1] = self.history[-1]._replace(ends=True)  # answered after it
             self._advance(list(self.model.accepting), seq)
         wrong = self._wrong_output()
+        last = self.history[-1].seq if self.history else seq
         if self.current.status == PASSED and wrong is None \
                 and (kept := self.removals.missing(self.model.required_removals)):
             # the most precise sign of what the edits of a run that got that far missed
-            self._fail(seq, describe(kept), "agent_error")
+            path, line = kept[0]
+            self._fail("agent_error", Reason(KEPT_LINE, f"{quoted(line.strip(), 4)} removed from "
+                                             f"{path}", "its diffs showed it kept", last),
+                       describe(kept), seq)
             return
         sign = self.signs.sign(self.model) if wrong is None else None
         if sign is not None and sign.cause is not None:
-            self._fail(seq, sign.reason, sign.cause)
+            self._fail(sign.cause, Reason(sign.code, sign.expected, sign.shown, last),
+                       sign.reason, seq)
             return
         if self.current.status == PASSED and wrong is None and sign is None:
             self.current.final = True
             self.current.warnings = self._route_warnings()
             return
-        headline = (sign and sign.reason) if wrong is None else (
-            f"the agent called {wrong[0]}:{wrong[1]}; every successful run called it "
-            f"with '{wrong[2]}'")
-        reason, cause = explain_failure(
-            self.model, self.history, self.position, list(self.matched_at), headline,
-            wrong is not None and self.outputs_shown.get(wrong[0], False),
-            wrong is not None and self.expected_shown.get(wrong[0], False))
+        if wrong is not None:
+            sign = Sign(f"the agent called {wrong[0]}:{wrong[1]}; every successful run called "
+                        f"it with '{wrong[2]}'", None, f"the answer '{wrong[2]}'",
+                        f"the agent answered '{wrong[1]}'", WRONG_OUTPUT)
+        call = wrong[0] if wrong is not None else ""
+        details, cause, why = explain_failure(self.model, self.history, self.position,
+                                              list(self.matched_at), sign,
+                                              self.outputs_shown.get(call, False),
+                                              self.expected_shown.get(call, False))
         if not self.current.missing and not self._accepted():
             self.current.missing = [" or ".join(self.model.name(s) for s in self.model.accepting)]
-        self._fail(seq, reason, cause)
+        self._fail(cause, why, details, seq)
 
     def tick(self, now: float) -> Status | None:
-        """Fail the run if a learned deadline has passed at time `now` (the stream's timer,
+        """Fail the run if a learned deadline has passed at time `now` (the stream's timer:
         :func:`~trustlayer.judge.deadlines.overdue`)."""
-        if self.status is None or self.status.final or self.status.status == PASSED:
+        if self.status is None or self.status.final or self.status.status == PASSED \
+                or self.start_ts is None:
             return self.status
-        late = overdue(self.model, self.position, self.start_ts, self.history, now)
+        late = overdue(self.model, self.history, self.position, self.start_ts, now)
         if late is not None:
-            self._fail(*late, "product_bug")
+            self._fail("product_bug", *late)
         return self.status
 
 
-def judge_run(model: Model, run: Run, llm: LLMJudge | None = None) -> Status:
-    """The batch validator for one run: feed every event, return the final status.
-    A run without an end event is judged as if it had ended after its last event."""
+def judged(model: Model, run: Run, llm: LLMJudge | None = None) -> Matcher:
+    """The batch validator for one run: a matcher fed every event, its status final. A run
+    without an end event is judged as if it had ended after its last event; an event that
+    cannot be judged ends it (:func:`~trustlayer.judge.faults.feed_checked`)."""
     matcher = Matcher(model, llm)
     for event in run.events:
-        status, fault = feed_checked(matcher, event)
-        if fault is not None:
-            return status
+        if feed_checked(matcher, event)[1] is not None:
+            return matcher
     if run.end is None:
         matcher.close(run.events[-1].seq)
-    return matcher.current
+    return matcher
+
+
+def judge_run(model: Model, run: Run, llm: LLMJudge | None = None) -> Status:
+    """The final status of `run` (see :func:`judged`)."""
+    return judged(model, run, llm).current

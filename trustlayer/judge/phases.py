@@ -56,9 +56,15 @@ def short_names(names: Sequence[str]) -> list[str]:
     ['Open', 'Saved']
     >>> short_names(["Home", "Search: results"])
     ['Home', 'Search: results']
+    >>> short_names(["notes.txt", "notes.txt: Saved"])  # the first named by the title alone
+    ['notes.txt', 'Saved']
     """
     if len(names) < 2:
         return list(names)
+    stem = min(names, key=len)
+    if names.count(stem) == 1 and all(name.startswith(f"{stem}: ") for name in names
+                                       if name != stem):
+        return [name if name == stem else name[len(stem) + 2:] for name in names]
     common = os.path.commonprefix(list(names))
     cut = common.rfind(": ")
     if cut < 0 or any(len(name) <= cut + 2 for name in names):

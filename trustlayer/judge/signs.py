@@ -15,30 +15,41 @@ ends fails, however far it got. The signs:
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
+from trustlayer.judge.reasons import FAILURE_SIGN, SELF_REPORT_FAILURE, quoted
 from trustlayer.model import Model
 from trustlayer.observe.edits import WordLedger, changed_in_facts, taken_out
-from trustlayer.observe.steps import Step
+from trustlayer.observe.steps import Step, in_words
 from trustlayer.observe.templates import shape_of
 from trustlayer.observe.traces import Observation
 
 MAX_QUOTED = 60  # characters of a line quoted in a reason
+_PLAIN = re.compile(r'^- (?:[a-z]+ )?"(.*)"$')  # an accessibility line: its name
 AGENT_ERROR, PRODUCT_BUG = "agent_error", "product_bug"
 HTTP_ERROR, SERVER_ERROR = 400, 500  # a 5xx is the server's own failure, a 4xx may be asked for
 
 
 class Sign(NamedTuple):
-    """A sign of failure: the reason, and the cause when the sign itself tells it (None:
-    the run's steps tell it, :func:`trustlayer.judge.cause.explain_failure`)."""
+    """A sign of failure: the reason, the cause when the sign itself tells it (None: the
+    run's steps tell it, :func:`trustlayer.judge.cause.explain_failure`), and for the
+    short reason what successful runs showed and what the run showed instead."""
 
     reason: str
-    cause: str | None = None
+    cause: str | None
+    expected: str
+    shown: str
+    code: str = FAILURE_SIGN
 
 
-def _quote(line: str) -> str:
+def _quote(line: str, words: int | None = None) -> str:
+    """A canonical line's text in quotes: cut to :data:`MAX_QUOTED` characters, or with
+    `words`, to that many words (for the short reason)."""
     text = line.partition("|")[2].strip()
+    if words is not None:  # a person reads the words, not the tree's syntax (- cell "…")
+        return quoted(_PLAIN.sub(r"\1", text), words)
     return f"'{text[:MAX_QUOTED]}...'" if len(text) > MAX_QUOTED else f"'{text}'"
 
 
@@ -114,32 +125,48 @@ class FailureWatch:
             path, line = self.taken_out
             kept = "where every successful run only added lines" if path in model.added_only \
                 else "which no successful run changed"
-            return Sign(f"it took `{line[:MAX_QUOTED]}` out of {path}, {kept}", AGENT_ERROR)
+            where = f"only lines added to {path}" if path in model.added_only \
+                else f"{path} left as it was"
+            return Sign(f"it took `{line[:MAX_QUOTED]}` out of {path}, {kept}", AGENT_ERROR,
+                        where, f"its diff showed {quoted(line.strip(), 4)} taken out")
         for call, shapes in sorted(self.unresolved.items()):
             if shapes:
-                return Sign(f"its last {call.partition(':')[2] or call} report still showed "
+                name = call.partition(':')[2] or call
+                return Sign(f"its last {name} report still showed "
                             f"{_quote(shapes[0])}, which successful runs went on to fix",
-                            PRODUCT_BUG if self.news_since_report else AGENT_ERROR)
+                            PRODUCT_BUG if self.news_since_report else AGENT_ERROR,
+                            f"a {name} report without {_quote(shapes[0], 4)}",
+                            "its last report still showed it")
         for path, words in sorted(model.required_words.items()):
             added = self.words.net(path)
             if added is not None and (lacking := [w for w in words if w not in added]):
                 return Sign(f"its edits of {path} never added `{lacking[0]}`, which every "
-                            "successful run's edits added", AGENT_ERROR)
+                            "successful run's edits added", AGENT_ERROR,
+                            f"edits of {path} adding `{lacking[0]}`",
+                            "its diffs showed no such line")
         for request, status in sorted(self.http_errors.items()):
             return Sign(f"the server answered {request} with {status}, which no successful "
-                        "run received", PRODUCT_BUG if status >= SERVER_ERROR else None)
+                        "run received", PRODUCT_BUG if status >= SERVER_ERROR else None,
+                        f"a good answer to {request}", f"the page showed HTTP {status}")
         for missing in self.texts_missing:
             return Sign(f"the run ended without showing '{missing}', which every successful run "
-                        "typed and showed at its end")
+                        "typed and showed at its end", None,
+                        f"{quoted(missing, 4)} shown at the end",
+                        "the last screen showed no such text")
         if self.changed and model.checks and not set(self.checked_since) & set(model.checks):
             return Sign(f"it changed {self.changed[0]} and never checked its work afterwards; "
                         f"every successful run then used {' or '.join(model.checks)}",
-                        PRODUCT_BUG if self.news_since_change else AGENT_ERROR)
+                        PRODUCT_BUG if self.news_since_change else AGENT_ERROR,
+                        f"that the agent then {in_words(model.checks[0])}",
+                        f"the run showed no check after it changed {self.changed[0]}")
         if self.still_shown:
             return Sign(f"the run ended still showing {_quote(self.still_shown[0])}, which "
-                        "every successful run's work made go")
+                        "every successful run's work made go", None,
+                        f"{_quote(self.still_shown[0], 4)} gone at the end",
+                        "the last screen still showed it")
         if self.self_report == "failure":
-            return Sign("the agent reported that it failed")
+            return Sign("the agent reported that it failed", None, "the task done",
+                        "the agent's own report showed failure", SELF_REPORT_FAILURE)
         return None
 
     def notes(self, model: Model) -> list[str]:

@@ -17,12 +17,12 @@ RUNNING, AT_RISK, PASSED, FAILED = "running", "at_risk", "passed", "failed"
 INCOMPLETE = "incomplete"
 
 #: The fields of a verdict, in the order its JSON lists them (``verdict`` is derived).
-VERDICT_FIELDS = ("run_id", "task", "model_version", "status", "reason", "cause", "coverage",
-                  "matched", "missing", "detected_at_seq", "event_ts", "final", "verdict",
-                  "warnings", "llm_calls", "unknown_states")
+VERDICT_FIELDS = ("run_id", "task", "model_version", "status", "reason", "cause", "code",
+                  "details", "coverage", "matched", "missing", "detected_at_seq", "event_ts",
+                  "final", "verdict", "warnings", "llm_calls", "unknown_states")
 #: The fields of a line of ``trustlayer validate --format json`` (a final verdict).
-VALIDATE_FIELDS = ("run_id", "task", "verdict", "coverage", "reason", "cause", "missing",
-                   "warnings", "llm_calls")
+VALIDATE_FIELDS = ("run_id", "task", "verdict", "coverage", "reason", "cause", "code",
+                   "details", "missing", "warnings", "llm_calls")
 
 
 @dataclass
@@ -32,8 +32,13 @@ class Status:
     run_id: str
     task: str
     status: str = RUNNING
+    #: one sentence a person can act on (:mod:`trustlayer.judge.reasons`)
     reason: str | None = None
     cause: str | None = None
+    #: what code matches on: a constant of :mod:`trustlayer.judge.reasons`
+    code: str | None = None
+    #: the decision path behind the reason
+    details: str | None = None
     coverage: float = 0.0
     matched: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
@@ -58,8 +63,8 @@ class Status:
     def to_json(self, fields: Sequence[str] = VERDICT_FIELDS,
                 text_max: int | None = None) -> dict[str, Any]:
         """The status as JSON: `fields` (of :data:`VERDICT_FIELDS`) in that order, lists
-        copied; with `text_max`, the reason and each warning cut to that many characters
-        (they may quote what a run showed, megabytes in a hostile run).
+        copied; with `text_max`, the reason, its details and each warning cut to that many
+        characters (they may quote what a run showed, megabytes in a hostile run).
 
         >>> status = Status("r1", "t", status=FAILED, reason="x" * 12, final=True)
         >>> status.to_json(("run_id", "verdict", "reason"), text_max=4)
@@ -68,7 +73,7 @@ class Status:
         record: dict[str, Any] = {}
         for name in fields:
             value = getattr(self, name)
-            if text_max is not None and name == "reason" and value is not None:
+            if text_max is not None and name in ("reason", "details") and value is not None:
                 value = cut(value, text_max)
             elif text_max is not None and name == "warnings":
                 value = [cut(warning, text_max) for warning in value]

@@ -287,15 +287,17 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     essential = list(dict.fromkeys(str(node).split(VISIT_MARK)[0]
                                    for node in essential_chain(graph)))
     idom = immediate_dominators(graph)
-    labels = defaultdict(list)
-    titles = defaultdict(list)
+    labels: defaultdict[str, list[str]] = defaultdict(list)
+    titles: defaultdict[str, list[str]] = defaultdict(list)
+    commands: defaultdict[str, list[str]] = defaultdict(list)
     for path in paths.values():
         for sid, step in path:
             if step.fingerprint.label:
                 labels[sid].append(step.fingerprint.label)
             if step.fingerprint.title:
                 titles[sid].append(step.fingerprint.title)
-    name_states(list(states.values()), labels, titles, member_lines)
+            commands[sid] += action_signatures(step)
+    name_states(list(states.values()), labels, titles, member_lines, commands)
     accepting = accepting_states(paths)
     ending = _build_state("end", [(rid, steps[rid][-1]) for rid in run_ids],
                           settings.thumbnail_size,

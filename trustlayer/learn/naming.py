@@ -1,29 +1,53 @@
-"""Human names for model states: distinct, stable, and readable.
+"""Human names for model states: distinct, stable, and readable, from what the runs showed.
 
-A state's name is its `label` if the runner gave one; else a dialog from its
-accessibility tree, its window title, or a heading; completed, when that does not single
-it out, by its most telling salient line. Names are written as a training run showed
-them (``python-slugify``, not the template's tokens ``python - slugify``), with masked
-and varying values as ``…``; lines that are mostly numbers (a cursor position in a
-status bar) tell least. A name still shared is numbered: ``Launcher (2)``.
+A state's name is its `label` if the runner gave one; else the title of a dialog in its
+accessibility tree, its window title without the application's name (the title part every
+titled state shares: ``untitled.txt`` of ``untitled.txt - JupyterLab``), or for a tool's
+output the command that led to it (``read_file slugify/slugify.py``). A name that does not
+single the state out is completed by its most telling content, a heading first, then a
+line few states show, never a control's bare label (a dialog's ``Cancel`` names it no
+better than any dialog's): the content the states of the same name lack when there is
+some. Names are written as a training run showed them (``python-slugify``, not the
+template's tokens ``python - slugify``), with masked and varying values as ``…``; lines
+that are mostly numbers (a cursor position in a status bar) tell least.
 """
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from trustlayer.model import ModelState
 from trustlayer.observe.canonical import PLACE_PREFIXES, TOKEN, tokens
 from trustlayer.observe.templates import REST, WILDCARD, is_exact
 
 MAX_NAME = 70
+MAX_DETAIL = 50  # characters of a line completing a name
 PREFERENCE = {"X": 0, "A": 1, "F": 2}  # visible text names a state best
 _WORD = re.compile(r"[^\W\d_]{3,}")  # a word worth reading in a name
-_PLACEHOLDER = re.compile(r"<[a-z]+>")
-_DIALOG = re.compile(r'^- (?:dialog|alertdialog) "([^"]+)"')
-_HEADING = re.compile(r'^- heading "([^"]+)"')
+_PLACEHOLDER = re.compile(r"<[a-z]+>|<\*\*?>")
+_DIALOG = re.compile(r'^(?:dialog|alertdialog) "([^"]+)"')
+#: an accessibility line with a name (``button "Save"``) or a text (``text: Saved``)
+_NAMED = re.compile(r'^([a-z]+) "((?:[^"\\]|\\.)+)"|^([a-z]+): (.+)$')
+#: WAI-ARIA roles of controls: their label names what the agent may do, not where it is
+CONTROLS = frozenset(("button", "link", "menuitem", "menuitemcheckbox", "menuitemradio",
+                      "tab", "option", "checkbox", "radio", "switch", "combobox", "textbox",
+                      "searchbox", "spinbutton", "slider", "treeitem", "menu", "menubar",
+                      "tablist", "toolbar", "listbox"))
+#: separators of a window title's parts (``page - app``, ``page | site``)
+_TITLE_SEPARATOR = r"\s+[-|—–·]\s+"
+COMMANDS = ("tool:", "api:")  # actions whose command names the output they led to
 Examples = Sequence[frozenset[str]]  # the canonical lines of a state's members
+
+
+class Detail(NamedTuple):
+    """A line of a state that may complete its name."""
+
+    template: str
+    text: str
+    heading: bool
+    salient: bool
 
 
 def _example(state: ModelState, template: str, examples: Examples) -> str:
@@ -58,41 +82,149 @@ def _digit_share(text: str) -> float:
     return sum(ch.isdigit() for ch in text) / max(1, sum(ch.isalnum() for ch in text))
 
 
+def app_name(titles: Iterable[str]) -> str | None:
+    """The title part every one of `titles` (one per titled state) shows: the
+    application's name; None for fewer than two titles or no shared part.
+
+    >>> app_name(["untitled.txt - JupyterLab", "JupyterLab"]), app_name(["a", "b"])
+    ('JupyterLab', None)
+    """
+    parts = [set(re.split(_TITLE_SEPARATOR, title)) for title in titles]
+    common = set.intersection(*parts) if len(parts) > 1 else set()
+    return max(sorted(common), key=len) if common else None
+
+
+def without_app(title: str, app: str | None) -> str:
+    """`title` without the part `app` and its separator.
+
+    >>> without_app("Crime | Change category | Library admin", "Library admin")
+    'Crime | Change category'
+    >>> without_app("JupyterLab", "JupyterLab")
+    ''
+    """
+    if not app:
+        return title
+    parts = re.split(f"({_TITLE_SEPARATOR})", title)
+    separator = parts[1] if len(parts) > 1 else ""
+    return separator.join(part for part in parts[::2] if part != app).strip()
+
+
+def _command(signatures: Sequence[str]) -> str:
+    """The tool call that led to most of a state's members (``read_file x.py``), if any."""
+    called = Counter(sig.split(":", 1)[1].replace(":", " ").strip()
+                     for sig in signatures if sig.startswith(COMMANDS))
+    if not called:
+        return ""
+    command, count = called.most_common(1)[0]
+    return command if 2 * count >= len(signatures) else ""
+
+
 def _base_name(state: ModelState, labels: Sequence[str], titles: Sequence[str],
-               examples: Examples) -> str:
+               examples: Examples, app: str | None, commands: Sequence[str]) -> str:
     if labels:
         return Counter(labels).most_common(1)[0][0]
     shown = [_example(state, t, examples) for t in state.profile.salient_templates
              if t.startswith("A|")]
-    dialog = next((m.group(1) for text in shown if (m := _DIALOG.match(f"- {text}"))), None)
+    dialog = next((m.group(1) for text in shown if (m := _DIALOG.match(text))), None)
     if dialog:
         return _shorten(dialog.strip())
-    if titles:
-        return _shorten(Counter(titles).most_common(1)[0][0])
-    return next((m.group(1).strip() for text in shown if (m := _HEADING.match(f"- {text}"))), "")
+    title = without_app(Counter(titles).most_common(1)[0][0], app) if titles else ""
+    return _shorten(title) if title else _command(commands)
+
+
+def _details(state: ModelState, examples: Examples, frequency: Counter[str],
+             everything: bool) -> list[Detail]:
+    """The lines that may complete `state`'s name (its salient lines; with `everything`,
+    then every other line), most telling first: the lines fewest states show, headings
+    first among equals, in words; no control's label, no place (title, address)."""
+    found, controls = [], set()
+    salient = set(state.profile.salient_templates)
+    for template in state.profile.templates:
+        if template.startswith(PLACE_PREFIXES) or not _WORD.search(template[2:]):
+            continue
+        text = _example(state, template, examples)
+        named = _NAMED.match(text) if template.startswith("A|") else None
+        role = named and (named.group(1) or named.group(3))
+        if named and role in CONTROLS:
+            controls.add(named.group(2) or named.group(4))
+        elif (everything or template in salient) and (named or not template.startswith("A|")):
+            shown = (named.group(2) or named.group(4)).replace('\\"', '"') if named else text
+            found.append(Detail(template, shown, role == "heading", template in salient))
+    found = [d for d in found if d.text not in controls and _WORD.search(d.text)]
+    return sorted(found, key=lambda d: (not d.salient, _digit_share(d.text) > 0.25,
+                                        frequency[d.template], not d.heading,
+                                        not is_exact(d.template),
+                                        PREFERENCE.get(d.template[0], 3), len(d.text), d.text))
+
+
+def _telling(details: list[Detail], others: list[list[Detail]], name: str,
+             distinct: bool) -> str:
+    """The most telling of `details` that none of `others` (states of the same `name`)
+    shows (with `distinct`, only such a one, else ""), else the most telling; none that
+    `name` holds already."""
+    held = {d.text for other in others for d in other}
+    fresh = [d.text for d in details if " ".join(d.text.split()[:3]) not in name]
+    found = next((text for text in fresh if text not in held),
+                 "" if distinct or not fresh else fresh[0])
+    return _shorten(found, MAX_DETAIL if name else MAX_NAME)
+
+
+def _plainest(plain: list[str], details: dict[str, list[Detail]]) -> str | None:
+    """Of states nothing tells apart from the others of their name, the one that keeps the
+    name: it shows nothing the rest do not (the empty editor among edited ones)."""
+    texts = {sid: {d.text for d in details[sid]} for sid in plain}
+    least = min(plain, key=lambda sid: len(texts[sid]), default=None)
+    return least if least and all(texts[least] <= texts[sid] for sid in plain) else None
+
+
+def _tell_apart(names: dict[str, str], details: dict[str, list[Detail]]) -> None:
+    """Complete, in place, every name several states share (or none has) by what each of
+    them shows and the others do not; one showing nothing more keeps the name."""
+    alike = defaultdict(list)
+    for sid, name in names.items():
+        alike[name].append(sid)
+    for name, group in alike.items():
+        if name and len(group) == 1:
+            continue
+        others = {sid: [details[o] for o in group if o != sid] for sid in group}
+        chosen = {sid: _telling(details[sid], others[sid], name, True) for sid in group}
+        plain = [sid for sid in group if not chosen[sid]]
+        keeper = _plainest(plain, details) if name else None
+        for sid in plain:
+            if sid != keeper:
+                chosen[sid] = _telling(details[sid], others[sid], name, False)
+        for sid in group:
+            detail = chosen[sid]
+            names[sid] = f"{name}: {detail}" if name and detail else name or detail
 
 
 def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
-                titles: dict[str, list[str]], examples: dict[str, Examples]) -> None:
+                titles: dict[str, list[str]], examples: dict[str, Examples],
+                commands: dict[str, list[str]] | None = None) -> None:
     """Give every state a distinct name, in place. `states` must be in id order;
-    `examples` holds each state's members' canonical lines."""
+    `examples` holds each state's members' canonical lines, `commands` the signatures of
+    the actions that led to them."""
+    commands = commands or {}
+    # how many states show a line: its salient ones, then (ranked after them) the others
     frequency = Counter(t for s in states for t in set(s.profile.salient_templates))
-    bases = {s.id: _base_name(s, labels.get(s.id, []), titles.get(s.id, []),
-                              examples.get(s.id, [])) for s in states}
-    base_count = Counter(bases.values())
-    used: Counter[str] = Counter()
+    frequency.update(t for s in states for t in set(s.profile.templates)
+                     if t not in s.profile.salient_templates)
+    app = app_name(Counter(titles[s.id]).most_common(1)[0][0] for s in states if titles.get(s.id))
+    names = {s.id: _base_name(s, labels.get(s.id, []), titles.get(s.id, []),
+                              examples.get(s.id, []), app, commands.get(s.id, []))
+             for s in states}
+    _tell_apart(names, {s.id: _details(s, examples.get(s.id, []), frequency, False)
+                        for s in states})
+    first = dict(names)  # told apart by salient lines: the names a fallback starts from
+    _tell_apart(names, {s.id: _details(s, examples.get(s.id, []), frequency, True)
+                        for s in states})
+    taken = Counter(names.values())
     for number, state in enumerate(states):
-        name = bases[state.id]
-        if not name or base_count[name] > 1:
-            telling = sorted(((t, _example(state, t, examples.get(state.id, [])))
-                              for t in state.profile.salient_templates
-                              if not t.startswith(PLACE_PREFIXES) and _WORD.search(t[2:])),
-                             key=lambda pair: (_digit_share(pair[1]) > 0.25, frequency[pair[0]],
-                                               not is_exact(pair[0]),
-                                               PREFERENCE.get(pair[0][0], 3), len(pair[1]),
-                                               pair[1]))
-            detail = telling[0][1] if telling else ""
-            name = f"{name}: {detail}" if name and detail else name or detail
-        name = name or f"state {number}"
-        used[name] += 1
-        state.name = name if used[name] == 1 else f"{name} ({used[name]})"
+        name = names[state.id]
+        if not name or taken[name] > 1:  # nothing tells it apart: where it was seen does
+            name = first[state.id] or (app if app and titles.get(state.id) else
+                                       "a screen without text" if not state.profile.templates
+                                       else "an unnamed screen")
+            run_id, seq = state.members[0] if state.members else ("no run", number)
+            name = f"{name}, as in {run_id} #{seq}"
+        state.name = name

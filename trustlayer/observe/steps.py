@@ -35,6 +35,27 @@ def action_signatures(step: Step) -> list[str]:
 
 _VERBS = {"click": "clicked", "navigate": "opened", "scroll": "scrolled", "wait": "waited for",
           "tool": "called", "api": "called"}
+#: WAI-ARIA roles a runner may put before an accessible name in a click's target (a
+#: standard's words, no application's)
+_ROLES = frozenset(("button", "link", "menu", "menuitem", "menubar", "tab", "checkbox",
+                    "textbox", "option", "combobox", "radio", "switch", "treeitem", "listitem",
+                    "cell", "row", "heading"))
+_MENUS = frozenset(("menu", "menuitem", "menubar"))
+
+
+def _clicked(target: str) -> str:
+    """A click on `target` (``menu Settings``: a role, then the accessible name)."""
+    role, _, name = target.partition(" ")
+    if role not in _ROLES or not name:
+        return f'clicked "{target}"'
+    return f'clicked "{name}" in the menu' if role in _MENUS else f'clicked the "{name}" {role}'
+
+
+def _opened(rest: str) -> str:
+    """A navigation to the address in `rest` (``http://<host>/a?b``, maybe twice: as
+    target and as value), as its path: its host is the same for every run."""
+    _, found, after = rest.rpartition("://")
+    return f"opened /{after.partition('/')[2]}" if found else f"opened {rest}"
 
 
 def in_words(signature: str) -> str:
@@ -42,7 +63,9 @@ def in_words(signature: str) -> str:
     agent": ``clicked "Save"``, ``typed "hello" into editor``, ``pressed Enter``.
 
     >>> in_words("click:menu Settings:"), in_words("type:Name:Crime & Mystery")
-    ('clicked "menu Settings"', 'typed "Crime & Mystery" into Name')
+    ('clicked "Settings" in the menu', 'typed "Crime & Mystery" into Name')
+    >>> in_words("click:button Save:"), in_words("navigate:http://<host>/a?q=x:http://<host>/a?q=x")
+    ('clicked the "Save" button', 'opened /a?q=x')
     >>> in_words("key:Name:Control+a"), in_words("tool:run_tests:pytest"), in_words(NO_ACTION)
     ('pressed Control+a in Name', 'called run_tests (pytest)', 'did nothing')
     """
@@ -57,8 +80,10 @@ def in_words(signature: str) -> str:
     if kind in ("tool", "api"):
         return f"called {target}" + (f" ({value})" if value else "")
     if kind == "navigate":
-        return f"opened {value or target}"
+        return _opened(rest)
     thing = target or value
+    if kind == "click" and thing:
+        return _clicked(thing)
     return f'{_VERBS.get(kind, kind)} "{thing}"' if thing else _VERBS.get(kind, kind)
 
 

@@ -56,6 +56,8 @@ def junit_xml(records: Sequence[dict[str, Any]], task: str) -> str:
         case = ET.SubElement(suite, "testcase", classname=f"trustlayer.{task}",
                              name=record["run_id"])
         details = [f"coverage {record['coverage']:.0%}"]
+        if record.get("details") and record["details"] != record.get("reason"):
+            details.append(f"decision path: {record['details']}")
         if record.get("missing"):
             details.append("missing milestones: " + ", ".join(record["missing"]))
         details += [f"warning: {w}" for w in record.get("warnings") or []]

@@ -317,6 +317,7 @@ def _run_view(model: Model, view: RunView, found: Sequence[Phase],
     status = view.status
     return {"run_id": view.run.run_id, "verdict": status.verdict or "fail",
             "coverage": f"{status.coverage:.0%}", "reason": status.reason or "",
+            "details": status.details or "",
             "cause": status.cause, "location": view.location, "warnings": status.warnings,
             "frames": len(view.frames), "groups": _groups(model, view, found),
             "divergence": _divergence_view(model, view, references),

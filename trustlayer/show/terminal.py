@@ -38,13 +38,28 @@ class Painter:
         return f"\x1b[{';'.join(STYLES[s] for s in styles)}m{text}\x1b[0m"
 
 
-def verdict_text(record: dict[str, Any], paint: Painter) -> str:
-    """One run's verdict: a line for a pass, and the reason under a failure."""
+def verdict_text(record: dict[str, Any], paint: Painter, verbose: bool = False) -> str:
+    """One run's verdict: a line for a pass, and the reason under a failure; `verbose`: the
+    reason under a pass too, and the decision path under the reason.
+
+    >>> print(verdict_text({"run_id": "r", "verdict": "fail", "coverage": 0.5, "cause":
+    ...     "agent_error", "reason": "Failed at step 3: ...", "details": "x never reached"},
+    ...     Painter(False), verbose=True))
+    FAIL r  coverage 50%  cause agent_error
+         Failed at step 3: ...
+         x never reached
+    """
     coverage = f"coverage {record['coverage']:.0%}"
     if record["verdict"] == "pass":
-        return f"{paint('PASS', 'green')} {record['run_id']}  {coverage}"
-    return (f"{paint('FAIL', 'bold', 'red')} {record['run_id']}  {coverage}  cause "
-            f"{record['cause']}\n     {record['reason']}")
+        line = f"{paint('PASS', 'green')} {record['run_id']}  {coverage}"
+    else:
+        line = (f"{paint('FAIL', 'bold', 'red')} {record['run_id']}  {coverage}  cause "
+                f"{record['cause']}")
+    if record["verdict"] != "pass" or verbose:
+        line += f"\n     {record.get('reason') or ''}"
+    if verbose and record.get("details") and record["details"] != record.get("reason"):
+        line += f"\n     {paint(record['details'], 'dim')}"
+    return line
 
 
 def summary_line(records: list[dict[str, Any]], seconds: float, paint: Painter,
