@@ -11,6 +11,7 @@ import json
 import time
 
 import pytest
+from aiokafka.partitioner import DefaultPartitioner
 from brokenimages import BREAKAGES, broken_run
 from streamkit import (
     RUNNER_KEYS,
@@ -52,6 +53,18 @@ def by_id(run_id: str, new_id: str) -> list[dict]:
 
 def claimed_success(events: list[dict]) -> list[dict]:
     return [*events[:-1], {**events[-1], "outcome": "success"}]
+
+
+def partition_of(run_id: str, partitions: int = 4) -> int:
+    """The events partition of `run_id`'s records (the producer's default partitioner)."""
+    every = list(range(partitions))
+    return DefaultPartitioner()(run_id.encode(), every, every)
+
+
+def by_partition(runs: list[list[dict]]) -> list[list[dict]]:
+    """`runs` with those of the lowest partition first: the records of the last partition
+    are fetched behind (and wait for) those of the others."""
+    return sorted(runs, key=lambda run: partition_of(run[0]["run_id"]))
 
 
 def versions(bootstrap: str, topic: str) -> set[int]:
@@ -167,13 +180,17 @@ def test_a_burst_after_an_idle_spell_is_no_stall(kafka, tmp_path):
     """Idle for twice the restart threshold, then a burst: the stall guard measures from the
     burst, not from the last record before the idle spell, and restarts nothing (the real
     stall beside it, which does restart: test_worker_restarts_kafka's
-    ``test_a_worker_whose_topic_disappears_restarts_itself_and_counts_it``)."""
+    ``test_a_worker_whose_topic_disappears_restarts_itself_and_counts_it``). The burst's runs
+    come a partition after another, so the last partition's records wait, fetched, behind
+    a second or so of the others' (a batch of those at a time), and the guard, checking five
+    times a second, sees them waiting (measured from the last progress, before the idle
+    spell, they stalled)."""
     prefix, topics, models = setup(kafka, tmp_path)
     first = renamed(example_events()[0], f"{prefix}-first")
-    burst = [renamed(run, f"{prefix}-burst-{n}-{i}") for n in range(10)
-             for i, run in enumerate(example_events())]
+    burst = by_partition([renamed(run, f"{prefix}-burst-{n}-{i}") for n in range(10)
+                          for i, run in enumerate(example_events())])
     worker = Worker(kafka.bootstrap, prefix, unique("idle"), models, tmp_path / "w.log",
-                    "--stall-restart", "3", "--no-refine")
+                    "--stall-restart", "3", "--tick", "0.2", "--no-refine")
     try:
         worker.wait_ready()
         publish_events(kafka.bootstrap, topics.events, first)
