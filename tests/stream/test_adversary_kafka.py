@@ -1,7 +1,7 @@
 """The stream under an adversary and a careless fleet, on the real broker (issue 29): forged
 and corroborated-too-little successes of a failing run, a conflicting duplicate sent before
-its original, keys that are not valid UTF-8, undecodable screenshots and a run whose end
-never comes, among good runs.
+its original, keys that are not valid UTF-8, undecodable screenshots, heavy screenshots
+and a run whose end never comes, among good runs, all in a burst after an idle spell.
 Every good run gets the batch validator's verdict, the faults end their runs as
 ``stream_fault`` with a dead letter, the model does not change and the worker never restarts;
 and a genuine new route attested by three runners is learned."""
@@ -12,7 +12,7 @@ import time
 
 import pytest
 from aiokafka.partitioner import DefaultPartitioner
-from brokenimages import BREAKAGES, broken_run
+from brokenimages import BREAKAGES, broken_run, heavy_run
 from streamkit import (
     RUNNER_KEYS,
     TRAIN,
@@ -85,10 +85,18 @@ def test_the_stream_under_an_adversary(kafka, tmp_path, runner_keys):
         broken += read_events([tmp_path / name])
     bad_key = {**good[0][0], "run_id": f"{prefix}-k\ufffd"}
     abandoned = by_id(PASSING, f"{prefix}-abandoned")[:-1]  # its end never comes
+    heavy = heavy_run(f"{prefix}-heavy", model().task, 10)  # slow to decode, within budget
+    first = renamed(example_events()[0], f"{prefix}-first")
+    # the guard checks five times a second whether records wait, and the idle spell before
+    # the burst is longer than its threshold (a stall restarts the worker after 5 s)
     worker = Worker(kafka.bootstrap, prefix, unique("adversary"), models, tmp_path / "w.log",
-                    "--train", str(TRAIN), "--end-silence", "5")
+                    "--train", str(TRAIN), "--end-silence", "5", "--stall-restart", "3",
+                    "--tick", "0.2")
     try:
         worker.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, first)
+        await_topic(kafka.bootstrap, topics.verdicts, all_final([first]), worker, timeout=60)
+        time.sleep(6.0)  # idle
         publish_events(kafka.bootstrap, topics.events, [e for run in forged for e in run])
         signer = Signer("runner-1", RUNNER_KEYS["runner-1"])
         publish_events(kafka.bootstrap, topics.events, stolen, signer)
@@ -97,9 +105,9 @@ def test_the_stream_under_an_adversary(kafka, tmp_path, runner_keys):
             (f"{prefix}-k".encode() + b"\xff", f"{prefix}-k".encode() + b"\xfe")])
         publish_events(kafka.bootstrap, topics.events,
                        [*duplicated[:3], conflict, *duplicated[3:]]
-                       + [e for run in broken for e in run] + [e for run in good for e in run]
-                       + abandoned)
-        faulty = [forged[0], forged[1], stolen, duplicated, *broken, abandoned]
+                       + [e for run in broken for e in run] + heavy
+                       + [e for run in by_partition(good) for e in run] + abandoned)
+        faulty = [forged[0], forged[1], stolen, duplicated, *broken, abandoned, heavy]
         verdicts = await_topic(kafka.bootstrap, topics.verdicts, all_final([*good, *faulty]),
                                worker, timeout=90)
         dead = await_topic(kafka.bootstrap, topics.dlq, lambda v: len(v) >= 6, worker,
@@ -125,6 +133,7 @@ def test_the_stream_under_an_adversary(kafka, tmp_path, runner_keys):
     for run in [duplicated, *broken]:
         assert (final[run[0]["run_id"]]["verdict"], final[run[0]["run_id"]]["cause"]) == \
             ("fail", "stream_fault"), final[run[0]["run_id"]]
+    assert final[heavy[0]["run_id"]]["cause"] != "stream_fault", final[heavy[0]["run_id"]]
     gone = final[abandoned[0]["run_id"]]
     assert (gone["verdict"], gone["status"]) == ("incomplete", "incomplete")
     assert "no end event for" in gone["reason"] and "(last status passed" in gone["reason"]
