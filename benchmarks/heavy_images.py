@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import shutil
 import statistics
@@ -34,16 +33,7 @@ from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from brokenimages import heavy_png
-
-
-def heavy_run(run_id: str, task: str, count: int) -> list[dict]:
-    """A run of `count` screenshot-only states, each a heavy PNG as a data URI, and its end."""
-    uri = "data:image/png;base64," + base64.b64encode(heavy_png()).decode()
-    states = [{"v": 1, "run_id": run_id, "task": task, "seq": seq, "ts": 1.0 + seq,
-               "kind": "state", "observation": {"screenshot": uri}} for seq in range(count)]
-    return [*states, {"v": 1, "run_id": run_id, "task": task, "seq": count,
-                      "ts": 1.0 + count, "kind": "end", "outcome": "unknown"}]
+from brokenimages import heavy_run
 
 
 def on_another_partition(prefix: str, taken: str) -> str:

@@ -1,7 +1,9 @@
 """Images whose header reads but whose pixels do not decode, and an example run whose one
-screenshot-only state shows such an image (the judge must decode it)."""
+screenshot-only state shows such an image (the judge must decode it); heavy images, slow to
+decode but valid, and a run of them."""
 from __future__ import annotations
 
+import base64
 import io
 import json
 from collections.abc import Callable
@@ -73,3 +75,13 @@ def heavy_png(side: int = 6000) -> bytes:
     buffer = io.BytesIO()
     Image.frombytes("I;16B", (side, side), rows).save(buffer, "PNG")
     return buffer.getvalue()
+
+
+def heavy_run(run_id: str, task: str, count: int) -> list[dict]:
+    """A run of `count` screenshot-only states, each a :func:`heavy_png` as a data URI, and
+    its end."""
+    uri = "data:image/png;base64," + base64.b64encode(heavy_png()).decode()
+    states = [{"v": 1, "run_id": run_id, "task": task, "seq": seq, "ts": 1.0 + seq,
+               "kind": "state", "observation": {"screenshot": uri}} for seq in range(count)]
+    return [*states, {"v": 1, "run_id": run_id, "task": task, "seq": count,
+                      "ts": 1.0 + count, "kind": "end", "outcome": "unknown"}]

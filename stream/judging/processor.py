@@ -159,8 +159,10 @@ class StreamProcessor:
         self.runs.delivered(verdicts)
 
     def revoke(self) -> None:
-        """Partitions were taken away: see :meth:`stream.judging.runbook.RunBook.revoke`."""
+        """Partitions were taken away: see :meth:`stream.judging.runbook.RunBook.revoke` and
+        :meth:`stream.judging.shadow.ShadowTrials.revoke`."""
         self.runs.revoke()
+        self.shadow.revoke()
 
     def assign(self, partitions: Iterable[int], stored: Iterable[tuple[str, bytes]]) -> Output:
         """The table was recovered for `partitions`: load their runs from `stored` (key,

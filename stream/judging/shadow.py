@@ -9,6 +9,15 @@ logged. A shadow version that passes a run whose end says ``failure`` is rejecte
 a rollback to the version it was tried against ends its trial and its runs are dropped. After
 ``shadow_runs`` runs compared without that, it is promoted: a new version with its body,
 used from then on. ``trustlayer models rollback`` undoes either.
+
+What a trial keeps is in this worker's memory only, and a restart or a rebalance loses it:
+the shadow matchers of open runs (a run resumed from its record, here or on another worker,
+is judged by the version in use alone and not compared) and the count of runs compared (a
+restarted worker counts from 0, and each worker of a fleet counts its own). That is
+acceptable because no verdict comes from the shadow version: the loss delays a promotion,
+never hastens one (``shadow_runs`` runs compared by one worker), and leaves out of the
+comparison the runs open at the moment, while later runs are compared and can still reject
+it. Keeping a second matcher in every run's record would double the records during a trial.
 """
 from __future__ import annotations
 
@@ -43,6 +52,12 @@ class ShadowTrials:
         if shadow is not None:
             rec.shadow_version = shadow.version
             self.matchers[rec.run_id] = Matcher(shadow)
+
+    def revoke(self) -> None:
+        """Partitions were taken away: a run that comes back (to this worker or another)
+        resumes from its record, and a shadow matcher kept from before would miss the events
+        judged elsewhere meanwhile, so it is not compared."""
+        self.matchers.clear()
 
     def feed(self, rec: RunRecord, event: Event) -> None:
         matcher = self.matchers.get(rec.run_id)

@@ -1,7 +1,7 @@
 """The stream under an adversary and a careless fleet, on the real broker (issue 29): forged
 and corroborated-too-little successes of a failing run, a conflicting duplicate sent before
-its original, keys that are not valid UTF-8, undecodable screenshots and a run whose end
-never comes, among good runs.
+its original, keys that are not valid UTF-8, undecodable screenshots, heavy screenshots
+and a run whose end never comes, among good runs, all in a burst after an idle spell.
 Every good run gets the batch validator's verdict, the faults end their runs as
 ``stream_fault`` with a dead letter, the model does not change and the worker never restarts;
 and a genuine new route attested by three runners is learned."""
@@ -11,7 +11,8 @@ import json
 import time
 
 import pytest
-from brokenimages import BREAKAGES, broken_run
+from aiokafka.partitioner import DefaultPartitioner
+from brokenimages import BREAKAGES, broken_run, heavy_run
 from streamkit import (
     RUNNER_KEYS,
     TRAIN,
@@ -54,6 +55,18 @@ def claimed_success(events: list[dict]) -> list[dict]:
     return [*events[:-1], {**events[-1], "outcome": "success"}]
 
 
+def partition_of(run_id: str, partitions: int = 4) -> int:
+    """The events partition of `run_id`'s records (the producer's default partitioner)."""
+    every = list(range(partitions))
+    return DefaultPartitioner()(run_id.encode(), every, every)
+
+
+def by_partition(runs: list[list[dict]]) -> list[list[dict]]:
+    """`runs` with those of the lowest partition first: the records of the last partition
+    are fetched behind (and wait for) those of the others."""
+    return sorted(runs, key=lambda run: partition_of(run[0]["run_id"]))
+
+
 def versions(bootstrap: str, topic: str) -> set[int]:
     return {m["version"] for m in await_topic(bootstrap, topic, lambda v: bool(v), timeout=10)}
 
@@ -72,10 +85,18 @@ def test_the_stream_under_an_adversary(kafka, tmp_path, runner_keys):
         broken += read_events([tmp_path / name])
     bad_key = {**good[0][0], "run_id": f"{prefix}-k\ufffd"}
     abandoned = by_id(PASSING, f"{prefix}-abandoned")[:-1]  # its end never comes
+    heavy = heavy_run(f"{prefix}-heavy", model().task, 10)  # slow to decode, within budget
+    first = renamed(example_events()[0], f"{prefix}-first")
+    # the guard checks five times a second whether records wait, and the idle spell before
+    # the burst is longer than its threshold (a stall restarts the worker after 5 s)
     worker = Worker(kafka.bootstrap, prefix, unique("adversary"), models, tmp_path / "w.log",
-                    "--train", str(TRAIN), "--end-silence", "5")
+                    "--train", str(TRAIN), "--end-silence", "5", "--stall-restart", "3",
+                    "--tick", "0.2")
     try:
         worker.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, first)
+        await_topic(kafka.bootstrap, topics.verdicts, all_final([first]), worker, timeout=60)
+        time.sleep(6.0)  # idle
         publish_events(kafka.bootstrap, topics.events, [e for run in forged for e in run])
         signer = Signer("runner-1", RUNNER_KEYS["runner-1"])
         publish_events(kafka.bootstrap, topics.events, stolen, signer)
@@ -84,9 +105,9 @@ def test_the_stream_under_an_adversary(kafka, tmp_path, runner_keys):
             (f"{prefix}-k".encode() + b"\xff", f"{prefix}-k".encode() + b"\xfe")])
         publish_events(kafka.bootstrap, topics.events,
                        [*duplicated[:3], conflict, *duplicated[3:]]
-                       + [e for run in broken for e in run] + [e for run in good for e in run]
-                       + abandoned)
-        faulty = [forged[0], forged[1], stolen, duplicated, *broken, abandoned]
+                       + [e for run in broken for e in run] + heavy
+                       + [e for run in by_partition(good) for e in run] + abandoned)
+        faulty = [forged[0], forged[1], stolen, duplicated, *broken, abandoned, heavy]
         verdicts = await_topic(kafka.bootstrap, topics.verdicts, all_final([*good, *faulty]),
                                worker, timeout=90)
         dead = await_topic(kafka.bootstrap, topics.dlq, lambda v: len(v) >= 6, worker,
@@ -112,6 +133,7 @@ def test_the_stream_under_an_adversary(kafka, tmp_path, runner_keys):
     for run in [duplicated, *broken]:
         assert (final[run[0]["run_id"]]["verdict"], final[run[0]["run_id"]]["cause"]) == \
             ("fail", "stream_fault"), final[run[0]["run_id"]]
+    assert final[heavy[0]["run_id"]]["cause"] != "stream_fault", final[heavy[0]["run_id"]]
     gone = final[abandoned[0]["run_id"]]
     assert (gone["verdict"], gone["status"]) == ("incomplete", "incomplete")
     assert "no end event for" in gone["reason"] and "(last status passed" in gone["reason"]
@@ -167,13 +189,17 @@ def test_a_burst_after_an_idle_spell_is_no_stall(kafka, tmp_path):
     """Idle for twice the restart threshold, then a burst: the stall guard measures from the
     burst, not from the last record before the idle spell, and restarts nothing (the real
     stall beside it, which does restart: test_worker_restarts_kafka's
-    ``test_a_worker_whose_topic_disappears_restarts_itself_and_counts_it``)."""
+    ``test_a_worker_whose_topic_disappears_restarts_itself_and_counts_it``). The burst's runs
+    come a partition after another, so the last partition's records wait, fetched, behind
+    a second or so of the others' (a batch of those at a time), and the guard, checking five
+    times a second, sees them waiting (measured from the last progress, before the idle
+    spell, they stalled)."""
     prefix, topics, models = setup(kafka, tmp_path)
     first = renamed(example_events()[0], f"{prefix}-first")
-    burst = [renamed(run, f"{prefix}-burst-{n}-{i}") for n in range(10)
-             for i, run in enumerate(example_events())]
+    burst = by_partition([renamed(run, f"{prefix}-burst-{n}-{i}") for n in range(10)
+                          for i, run in enumerate(example_events())])
     worker = Worker(kafka.bootstrap, prefix, unique("idle"), models, tmp_path / "w.log",
-                    "--stall-restart", "3", "--no-refine")
+                    "--stall-restart", "3", "--tick", "0.2", "--no-refine")
     try:
         worker.wait_ready()
         publish_events(kafka.bootstrap, topics.events, first)

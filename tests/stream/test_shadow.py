@@ -84,3 +84,22 @@ def test_a_version_in_shadow_that_passes_a_failure_is_rejected():
     assert registry.shadow(model().task) is None
     assert not {"r0", "r1", "r2"} & set(registry.pending[model().task])
     assert registry.latest(model().task) is rollback
+
+
+def test_a_run_that_left_the_worker_is_not_compared_when_it_comes_back():
+    """A run's partition went to another worker, which judged some of its events, and came
+    back: the shadow matcher kept from before missed those events, and is not used."""
+    registry, store = on_trial(), DictStore()
+    records = as_records(route_events(4, "moved", "success"))
+    proc = StreamProcessor(registry, store, WorkerSettings(shadow_runs=1))
+    proc.process_batch(records[:5])
+    proc.revoke()
+    other = StreamProcessor(registry, store, WorkerSettings(shadow_runs=1))
+    other.assign([0], store.items())
+    other.process_batch(records[5:-1])
+    other.revoke()
+    proc.assign([0], store.items())
+    out = proc.process_batch(records[-1:])
+    assert [r["final"] for _, r in out.verdicts] == [True]
+    assert out.models == [] and value(proc, "trustlayer_shadow_runs_total",
+                                      task=model().task) == 0.0
