@@ -16,6 +16,7 @@ from trustlayer.model import Model
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.profile_set import ProfileSet
+from trustlayer.observe.steps import typed_words
 from trustlayer.observe.templates import Profile, is_exact, template_form, word_tokens
 
 
@@ -83,9 +84,8 @@ class StateIndex:
                                 if is_exact(t) and not t.startswith(PLACE_PREFIXES)]
         self.known_words = frozenset(known)
         self.extras = Profile(*_optional_lines(model))
-        self.typed_words = frozenset().union(*(
-            word_tokens("X|" + action.split(":", 2)[2]) for edge in model.edges
-            for action in edge["actions"] if action.startswith("type:")))
+        self.typed_words = typed_words(action for edge in model.edges
+                                       for action in edge["actions"])
         self.required = {sid: frozenset(lines) for sid, lines in anchors.items() if lines}
         holders = Counter(t for lines in anchors.values() for t in lines)
         for sid, lines in anchors.items():

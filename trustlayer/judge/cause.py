@@ -44,11 +44,9 @@ from trustlayer.judge.reasons import (
 from trustlayer.judge.signs import Sign
 from trustlayer.model import Model
 from trustlayer.observe.canonical import PLACE_PREFIXES
-from trustlayer.observe.steps import NO_ACTION, PASSIVE, in_words
-from trustlayer.observe.templates import word_tokens
+from trustlayer.observe.steps import NO_ACTION, PASSIVE, TYPED, in_words, typed_words
 
 PRODUCT_BUG, AGENT_ERROR = "product_bug", "agent_error"
-TYPED = "type:"  # the signature of text the agent entered
 
 
 def _shown(model: Model, entries: Sequence[Observed]) -> str:
@@ -116,7 +114,7 @@ def _entered(entry: Observed, so_far: Sequence[Observed], phase: Sequence[Observ
     if entry.ids:
         return None
     if entry.novel:
-        typed = set().union(*(word_tokens("X|" + a.split(":", 2)[-1]) for a in _typed(so_far)))
+        typed = typed_words(a for entry in so_far for a in entry.via)
         words = [w for w in entry.novel if w in typed]
         return f"'{words[0]}'" if words else None
     odd = [a for a in _typed(phase) if a not in usual]

@@ -34,7 +34,6 @@ from the successful runs, never from words of one application:
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -42,7 +41,7 @@ from typing import Any
 from trustlayer.learn.evidence import place_lines
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.context import file_facts
-from trustlayer.observe.edits import added_only, changed_in_facts, required_words
+from trustlayer.observe.edits import IDENTIFIER, added_only, changed_in_facts, required_words
 from trustlayer.observe.steps import Step
 from trustlayer.observe.templates import shape_of, word_tokens
 from trustlayer.observe.traces import Run
@@ -211,7 +210,7 @@ def asked_for(runs: Sequence[Run], required: dict[str, list[str]]) -> dict[str, 
     """
     goals = [str(run.events[0].meta.get("goal", "")) for run in runs
              if run.events and run.events[0].meta]
-    named = set().union(*(re.findall(r"[A-Za-z_]\w*", goal) for goal in goals))
+    named = set().union(*(IDENTIFIER.findall(goal) for goal in goals))
     if len(runs) >= FEW_RUNS or not named:
         return required
     cut = {path: [word for word in words if word in named] for path, words in required.items()}

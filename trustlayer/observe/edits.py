@@ -196,7 +196,8 @@ def added_only(runs: Sequence[Run]) -> list[str]:
     return sorted(added - cut)
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+#: a name in code, three letters or more
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
 def added_words(text: str | None) -> dict[str, Counter[str]]:
@@ -209,8 +210,8 @@ def added_words(text: str | None) -> dict[str, Counter[str]]:
     """
     counts: dict[str, Counter[str]] = {}
     for path, (old, new) in diff_changes(text).items():
-        count = counts[path] = Counter(w for line in new for w in _IDENTIFIER.findall(line))
-        count.subtract(w for line in old for w in _IDENTIFIER.findall(line))
+        count = counts[path] = Counter(w for line in new for w in IDENTIFIER.findall(line))
+        count.subtract(w for line in old for w in IDENTIFIER.findall(line))
         for word in [w for w, n in count.items() if n == 0]:
             del count[word]
     return counts

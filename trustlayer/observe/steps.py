@@ -2,17 +2,20 @@
 that led to each."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from trustlayer.observe.context import file_facts
 from trustlayer.observe.fingerprints import Fingerprint, LineMemo, fingerprint
+from trustlayer.observe.templates import word_tokens
 from trustlayer.observe.traces import Action, Event, Run
 from trustlayer.settings import Settings
 
 NO_ACTION = "(none)"
 #: action signatures that only wait or look: the product stays as it is
 PASSIVE = ("wait:", "scroll:")
+TYPED = "type:"  # the signature of text the agent entered
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,17 @@ class Step:
     fingerprint: Fingerprint
     actions: tuple[Action, ...]
     files_moved: bool = False  # the code snapshot changed with no action of the agent
+
+
+def typed_words(signatures: Iterable[str]) -> frozenset[str]:
+    """The words of the texts typed in `signatures` (``type:target:value``), as lines
+    are split.
+
+    >>> sorted(typed_words(["type:Name:Crime & Mystery", "click:Save:"]))
+    ['Crime', 'Mystery']
+    """
+    return frozenset().union(*(word_tokens("X|" + signature.split(":", 2)[-1])
+                               for signature in signatures if signature.startswith(TYPED)))
 
 
 def action_signatures(step: Step) -> list[str]:
