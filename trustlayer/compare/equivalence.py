@@ -233,7 +233,10 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
     not held against it. When the caller reads `only_same` (whether the pair is the
     same) and gives no `llm`, a pair the structure tier could only call unsure is called
     different without comparing its screens (their pixels then never decoded), and the
-    structure tier keeps no evidence.
+    structure tier keeps no evidence. Lines `extras` explains (what successful runs
+    showed only sometimes, at a state that is no milestone) are never held against the
+    state; a salient line with a text the agent typed (`typed`) put in stays shown, in
+    place of words no successful run typed (`kept` are those they did).
     """
     if fp.image_sha is not None and fp.image_sha in state.image_shas and not (
             state.structural and fp.has_structure
