@@ -1,29 +1,36 @@
-"""Screenshots decoded off the event loop, each within a time budget, without holding up
-the events of other partitions.
+"""Large screenshots decoded off the event loop, each within a time budget, without holding
+up the events of other partitions.
 
 Decoding a large screenshot takes the CPU for a second or more; done in the worker's event
 loop it held the consumer's heartbeats, fetches and timers (a 2 GB file, read whole, blocked
 the loop for 20 s and the group expired the worker's session), and every event fetched
 after it waited. The judge reads each fetched record ahead (:class:`ReadAhead`) and decodes
-its screenshot in a small thread pool (Pillow releases the GIL while it decodes); a record
-whose screenshot is still decoding waits, with the later records of its partition (their
-order, and the order of their acknowledgements, is kept), while other partitions' records
-are judged. A screenshot still decoding ``budget`` seconds after it started is marked
-failed, and its event then ends its run with cause ``stream_fault`` (its thread finishes in
-the background, unused).
+a screenshot larger than a screen in a child process (:class:`Decoder`); a record whose
+screenshot is still decoding waits, with the later records of its partition (their order,
+and the order of their acknowledgements, is kept), while other partitions' records are
+judged. A screenshot still decoding ``budget`` seconds after it started is marked
+failed, and its event then ends its run with cause ``stream_fault`` (its process finishes
+in the background, unused).
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor
 from typing import Any
 
 from stream.judging.events import Decoded
 from trustlayer.errors import UnjudgeableEvent
 from trustlayer.observe.fingerprints import SIGNATURE_SIDE
-from trustlayer.observe.images import ImageRef
+from trustlayer.observe.images import ImageRef, Pixels, decode_gray
 from trustlayer.observe.traces import Event
+
+#: Pixels of the largest screenshot decoded in the judge's turn: a 1366x768 RGB screenshot
+#: decodes in 13 ms, a 1920x1080 one in 26 ms (the loop's other work waits meanwhile); a
+#: process took 1.5 ms more for each of jupyter-dev's 1024x640 screenshots and, with its
+#: threads' hand-overs, doubled a good run's verdict latency (docs/benchmarks.md).
+INLINE_PIXELS = 1_100_000
 
 
 def screenshot_of(event: Event) -> ImageRef | None:
@@ -33,35 +40,57 @@ def screenshot_of(event: Event) -> ImageRef | None:
 
 
 class Decoder:
-    """Decodes screenshots in `threads` threads, each within `budget` seconds (more threads
-    than cores: a partition's heavy screenshot holds one thread, and the small screenshots
-    of runs on other partitions need one free meanwhile)."""
+    """Decodes screenshots in the processes of the pools `pools` makes (`slots` at a time),
+    each within `budget` seconds.
 
-    def __init__(self, budget: float, threads: int = 4):
-        self.budget = budget
-        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="decode")
+    Processes, not threads: a decoding thread takes the GIL for Pillow's Python parts and
+    slowed the event loop's own work by half (measured: docs/benchmarks.md). `slots` is the
+    pool's size: a screenshot's budget starts when a process takes it, not while it waits
+    for one. A pool whose process died (killed, out of memory) fails the screenshot it
+    decoded, and the next screenshot gets a new pool.
+    """
+
+    def __init__(self, budget: float, pools: Callable[[], Executor], slots: int):
+        self.budget, self.pools = budget, pools
+        self.pool: Executor | None = None
+        self.slots = asyncio.Semaphore(slots)
+
+    @staticmethod
+    def inline(shot: ImageRef) -> bool:
+        """Is `shot` small enough to decode in the judge's turn (it costs less there than
+        handing it to a process and back)?"""
+        return shot.size is not None and shot.size[0] * shot.size[1] <= INLINE_PIXELS
 
     async def decode(self, shot: ImageRef) -> None:
         """Decode `shot` as the judge will use it (cached in it), or mark it failed."""
-        loop = asyncio.get_running_loop()
-        started = asyncio.Event()
-
-        def work() -> None:
-            loop.call_soon_threadsafe(started.set)
-            shot.gray(min_side=SIGNATURE_SIDE)
-
-        future = loop.run_in_executor(self.pool, work)
-        await started.wait()  # the budget counts from the start, not the wait in line
+        await self.slots.acquire()  # the budget counts from the start, not the wait in line
+        if self.pool is None:
+            self.pool = self.pools()
+        pool = self.pool
+        future = asyncio.get_running_loop().run_in_executor(
+            pool, decode_gray, shot.data, SIGNATURE_SIDE)
+        future.add_done_callback(lambda _: self.slots.release())  # over budget: still busy
         try:
-            await asyncio.wait_for(asyncio.shield(future), self.budget)
+            pixels: Pixels | Exception = await asyncio.wait_for(asyncio.shield(future),
+                                                                self.budget)
         except asyncio.TimeoutError:
             shot.failure = (f"screenshot {shot.origin} took over {self.budget:g} s to decode "
                             "(setting decode_budget)")
-        except UnjudgeableEvent:
-            pass  # marked failed by gray() itself
+            return
+        except BrokenExecutor as exc:
+            if self.pool is pool:
+                self.pool = None
+                pool.shutdown(wait=False, cancel_futures=True)
+            pixels = exc
+        except Exception as exc:  # Pillow's, raised in the process and sent back
+            pixels = exc
+        with contextlib.suppress(UnjudgeableEvent):  # marked failed by adopt() itself
+            shot.adopt(pixels)
 
     def stop(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = None
 
 
 class ReadAhead:
@@ -79,7 +108,8 @@ class ReadAhead:
         if key not in self.records:
             decoded = self.read(message)
             shot = None if decoded is None else screenshot_of(decoded.event)
-            task = None if shot is None else asyncio.ensure_future(self.decoder.decode(shot))
+            task = None if shot is None or self.decoder.inline(shot) else \
+                asyncio.ensure_future(self.decoder.decode(shot))
             self.records[key] = (decoded, task)
         task = self.records[key][1]
         return task is None or task.done()

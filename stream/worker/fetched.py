@@ -48,6 +48,7 @@ class FetchedEvents:
         self.bytes = 0  # of the waiting records' values
         self.paused: set[TP] = set()
         self._arrived = asyncio.Event()
+        self._fresh = asyncio.Event()  # records put since the last take
 
     def put(self, messages: list[Message]) -> None:
         """A fetch's records, in order."""
@@ -56,6 +57,7 @@ class FetchedEvents:
         self.waiting.extend(messages)
         self.bytes += _size(messages)
         self._arrived.set()
+        self._fresh.set()
         if len(self.waiting) > MAX_RECORDS or self.bytes > self.max_bytes:
             if not self.paused:
                 self.pauses.inc()
@@ -72,6 +74,7 @@ class FetchedEvents:
                 self._arrived.clear()
                 await self._arrived.wait()
             generation = self._generation()
+            self._fresh.clear()
             taken = [self.waiting.popleft() for _ in range(min(most, len(self.waiting)))]
             self.bytes -= _size(taken)
             batch = [m for m in taken if m.generation_id == generation]
@@ -80,6 +83,11 @@ class FetchedEvents:
                 self._resume()
             if batch:
                 return batch
+
+    async def fresh(self) -> None:
+        """Until records come that the last :meth:`take` could not see (at once if some
+        came since)."""
+        await self._fresh.wait()
 
     def put_back(self, messages: list[Message]) -> None:
         """Records taken but not judged (the judge's turn ended): first in line again."""

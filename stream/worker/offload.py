@@ -1,4 +1,5 @@
-"""CPU-heavy work off the worker's event loop and out of its GIL: learning in a process.
+"""CPU-heavy work off the worker's event loop and out of its GIL: learning and decoding
+screenshots in child processes.
 
 Refinement learns a task's model again from all its training runs (a second or more on a
 busy machine). In a thread of the worker it holds the GIL for most of that time, and the
@@ -23,6 +24,14 @@ def _ready() -> bool:
     return True
 
 
+def child_processes(count: int) -> ProcessPoolExecutor:
+    """A pool of up to `count` spawned processes, each killed with the worker, even by
+    SIGKILL (the kernel ties that to the thread that starts a process: use the pool from
+    the main thread, where the worker's event loop runs, first)."""
+    return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=die_with_parent, initargs=(signal.SIGKILL,))
+
+
 class LearnPool:
     """A learner for :class:`stream.models.refine.Refiner` that learns in a child process.
 
@@ -34,8 +43,7 @@ class LearnPool:
         self.pool: ProcessPoolExecutor | None = None
 
     def start(self) -> LearnPool:
-        self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=die_with_parent, initargs=(signal.SIGKILL,))
+        self.pool = child_processes(1)
         self.pool.submit(_ready).result()  # the process exists now, started by this thread
         return self
 

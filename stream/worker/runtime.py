@@ -32,7 +32,7 @@ from stream.worker.checkpoint import Checkpoint
 from stream.worker.config import WorkerConfig
 from stream.worker.fetched import FetchedEvents
 from stream.worker.model_feed import ModelFeed
-from stream.worker.offload import LearnPool
+from stream.worker.offload import LearnPool, child_processes
 from stream.worker.progress import Progress, start_offsets
 from stream.worker.tables import TableStore
 from stream.worker.training import TrainingRuns, seed_runs
@@ -46,6 +46,10 @@ log = logging.getLogger("trustlayer.worker")
 #: (:mod:`stream.kafka.clients`), and a batch of slow records (large screenshots, hostile ones) took
 #: seconds, past the group's session timeout.
 JUDGE_TURN = 0.1
+
+#: Processes decoding screenshots: a heavy one takes a core for up to decode_budget
+#: seconds, small ones of other runs take another meanwhile (a 2-core machine, measured).
+DECODERS = 2
 
 
 def within_turn(batch: list[Any], deadline: float, judged: list[Any], waiting: list[Any],
@@ -118,7 +122,8 @@ class Runtime:
         if cfg.train_dirs:
             log.info("%d training runs for refinement", seed_runs(self.registry, cfg.train_dirs))
         self.learner = LearnPool()
-        self.decoder = Decoder(cfg.settings.decode_budget)
+        self.decoder = Decoder(cfg.settings.decode_budget, lambda: child_processes(DECODERS),
+                               DECODERS)
         self.read_ahead = ReadAhead(
             lambda message: self.processor.read(message.key, message.value,
                                                 source_of(message)), self.decoder)
@@ -167,8 +172,10 @@ class Runtime:
             now = time.monotonic()
             for m in judged:
                 self.progress.done(TopicPartition(events_topic, m.partition), m.offset, now)
-            if not judged:  # only records whose screenshots are decoding
-                await self.read_ahead.wait()
+            if not judged:  # only records whose screenshots are decoding: on when one
+                # is decoded, or when records come that may be of other partitions (not
+                # after the decoding: a screenshot takes up to decode_budget seconds)
+                await first_of(self.read_ahead.wait(), self.fetched.fresh())
             # take() returns at once while records wait: without this the producer (the
             # verdicts just judged), the fetching and the timers would wait until the
             # judge had emptied the fetch buffer (up to 4,096 records, seconds of work)
@@ -218,6 +225,16 @@ class Runtime:
     def training_recovered(self) -> None:
         """The ``training`` table was recovered: its runs of this worker's partitions."""
         self.training.restore(self.active_partitions(self.cfg.finished_topic))
+
+
+async def first_of(*waits: Awaitable[None]) -> None:
+    """Until the first of `waits` is done; the others are cancelled."""
+    tasks = [asyncio.ensure_future(wait) for wait in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
 
 
 def source_of(message: Any) -> Source:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry, Counter
 
 from stream.worker.fetched import FetchedEvents
-from stream.worker.runtime import within_turn
+from stream.worker.runtime import first_of, within_turn
 
 
 @dataclass
@@ -66,3 +66,36 @@ def test_records_put_back_come_first_again_in_their_order():
     assert [r.offset for r in first] == [0, 1, 2, 3]
     assert [r.offset for r in again] == [2, 3, 4, 5, 6]
     assert left == 0
+
+
+def test_a_judge_waiting_on_a_decoding_screenshot_wakes_for_records_fetched_meanwhile():
+    """Records put back (a partition held by its screenshot) are no news; records fetched
+    after the judge's take are, though the screenshot still decodes: a run of another
+    partition is judged without waiting for it (issue 29's heavy screenshots)."""
+    async def go() -> tuple[bool, bool]:
+        pauses = Counter("pauses", "fetch pauses", registry=CollectorRegistry())
+        fetched = FetchedEvents(lambda: None, lambda: 1, 1 << 20, pauses)
+        fetched.put([Record(0)])
+        held = await fetched.take(10)
+        fetched.put_back(held)
+        woke_on_put_back = await _woke(first_of(_decoding(), fetched.fresh()))
+        asyncio.get_running_loop().call_later(0.05, fetched.put, [Record(1, partition=1)])
+        woke_on_fetch = await _woke(first_of(_decoding(), fetched.fresh()))
+        return woke_on_put_back, woke_on_fetch
+
+    woke_on_put_back, woke_on_fetch = asyncio.run(go())
+    assert not woke_on_put_back and woke_on_fetch
+
+
+async def _decoding() -> None:
+    """A screenshot that takes longer than the test."""
+    await asyncio.sleep(60)
+
+
+async def _woke(wait) -> bool:
+    """Did `wait` end within half a second?"""
+    try:
+        await asyncio.wait_for(asyncio.shield(asyncio.ensure_future(wait)), 0.5)
+    except asyncio.TimeoutError:
+        return False
+    return True

@@ -35,11 +35,12 @@ class ImageRef:
 
     __slots__ = ("_gray", "data", "failure", "origin", "sha256", "size")
 
-    def __init__(self, data: bytes, origin: str):
+    def __init__(self, data: bytes, origin: str, size: tuple[int, int] | None = None):
         self.data, self.origin = data, origin
         self.sha256 = hashlib.sha256(data).hexdigest()
         self._gray: Image.Image | None = None
-        self.size: tuple[int, int] | None = None
+        #: width and height, as the header says (None: not read yet)
+        self.size = size
         #: why the pixels cannot be used (set when decoding failed or ran out of time)
         self.failure: str | None = None
 
@@ -53,27 +54,44 @@ class ImageRef:
         """
         if self.failure is not None:
             raise UnjudgeableEvent(self.failure)
-        if self._gray is None or min_side == 0 and self._gray.size != self.size:
-            try:
-                self._gray = self._decode(min_side)
-            except Exception as exc:  # Pillow raises OSError, SyntaxError,
-                # ValueError, zlib.error... for bad data: each means the same here
-                self.failure = (f"screenshot {self.origin} does not decode "
-                                f"({type(exc).__name__}: {exc})")
-                raise UnjudgeableEvent(self.failure) from exc
+        if self._gray is not None and (min_side or self._gray.size == self.size):
+            return self._gray
+        try:
+            pixels: Pixels | Exception = decode_gray(self.data, min_side)
+        except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError,
+            pixels = exc  # zlib.error... for bad data: each means the same here
+        return self.adopt(pixels)
+
+    def adopt(self, pixels: Pixels | Exception) -> Image.Image:
+        """Keep what :func:`decode_gray` gave for these bytes (here or in another process);
+        an exception it raised marks the screenshot failed, and is raised as
+        :class:`~trustlayer.errors.UnjudgeableEvent`."""
+        if isinstance(pixels, Exception):
+            self.failure = (f"screenshot {self.origin} does not decode "
+                            f"({type(pixels).__name__}: {pixels})")
+            raise UnjudgeableEvent(self.failure) from pixels
+        self._gray, self.size = pixels
         return self._gray
 
-    def _decode(self, min_side: int) -> Image.Image:
-        with Image.open(io.BytesIO(self.data)) as image:
-            self.size = image.size
-            factor = max(1, min(image.size) // min_side) if min_side else 1
-            image.load()
-            plain: Image.Image = image
-            if image.mode == "P":
-                plain = _palette_to_gray(image)
-            elif image.mode not in ("L", "LA", "RGB", "RGBA"):  # 16-bit etc.: no reduce
-                plain = image.convert("L")
-            return (plain.reduce(factor) if factor > 1 else plain).convert("L")
+
+#: A screenshot's pixels as the equivalence tiers use them: in 8-bit grayscale, maybe
+#: reduced, and the image's full size.
+Pixels = tuple[Image.Image, tuple[int, int]]
+
+
+def decode_gray(data: bytes, min_side: int) -> Pixels:
+    """The image encoded in `data` in 8-bit grayscale, first reduced by a whole factor that
+    keeps its shorter side at least `min_side` (0: full size), and its full size. Raises
+    what Pillow raises for data that does not decode."""
+    with Image.open(io.BytesIO(data)) as image:
+        factor = max(1, min(image.size) // min_side) if min_side else 1
+        image.load()
+        plain: Image.Image = image
+        if image.mode == "P":
+            plain = _palette_to_gray(image)
+        elif image.mode not in ("L", "LA", "RGB", "RGBA"):  # 16-bit etc.: no reduce
+            plain = image.convert("L")
+        return (plain.reduce(factor) if factor > 1 else plain).convert("L"), image.size
 
 
 @dataclass(frozen=True)
@@ -148,8 +166,7 @@ def load_image(ref: str, base_dir: Path | None, settings: Settings, source: str,
             raise TraceError(f"screenshot path '{ref}' given but no image directory is allowed "
                              "here; send a data: URI instead", source, line, PATH_OUTSIDE_DIR)
         data, origin = _read_image_file(ref, base_dir, settings.max_image_bytes, source, line)
-    _check_image(data, origin, settings, source, line)
-    return ImageRef(data, origin)
+    return ImageRef(data, origin, _check_image(data, origin, settings, source, line))
 
 
 def _read_image_file(ref: str, base_dir: Path, limit: int, source: str,
@@ -178,8 +195,9 @@ def _read_image_file(ref: str, base_dir: Path, limit: int, source: str,
 
 
 def _check_image(data: bytes, origin: str, settings: Settings, source: str,
-                 line: int | None) -> None:
-    """Read only the image header: format and size, no pixel decoding."""
+                 line: int | None) -> tuple[int, int]:
+    """The image's size, read from its header only (format and size checked, no pixel
+    decoding)."""
     try:
         with Image.open(io.BytesIO(data)) as image:
             fmt, (width, height) = image.format, image.size
@@ -196,3 +214,4 @@ def _check_image(data: bytes, origin: str, settings: Settings, source: str,
         raise TraceError(f"screenshot {origin} has {width}x{height} pixels, over the limit of "
                          f"{settings.max_image_pixels} (setting max_image_pixels)", source, line,
                          IMAGE_TOO_LARGE)
+    return width, height
