@@ -116,3 +116,25 @@ def test_snapshots_written_by_older_versions_still_restore():
             if run.end is None:
                 matcher.close(run.events[-1].seq)
             assert matcher.status.to_json() == judge_run(model, run).to_json(), run.run_id
+
+
+NOTICE = "\nWould you like to get news?\nYes\nNo"
+
+
+def test_a_notice_no_training_run_got_left_open_while_the_agent_worked_on_passes():
+    """Lines that came over a known state and stayed while the screens beneath went on
+    through the milestones are a notice, not the outcome (the popup of the problem)."""
+    model = learn([as_run(events_for(f"train-{n}", make_screens(n))) for n in range(3)])
+    screens = make_screens(4)
+    covered = screens[:2] + [text + NOTICE for text in screens[2:]]
+    status = judge_run(model, as_run(events_for("new", covered)))
+    assert status.verdict == "pass" and status.coverage == 1.0, status.details
+
+
+def test_a_notice_over_the_end_that_no_work_followed_is_still_news():
+    model = learn([as_run(events_for(f"train-{n}", make_screens(n))) for n in range(3)])
+    screens = make_screens(4)
+    for shown in (screens[:-1] + [screens[-1] + NOTICE],  # over the end state itself
+                  screens + [screens[-1] + NOTICE]):  # over it after it, nothing beneath moved
+        status = judge_run(model, as_run(events_for("new", shown)))
+        assert status.verdict == "fail", shown[-1]

@@ -174,7 +174,8 @@ def _typed_variants(missing: list[str], unexplained: Collection[str],
 def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
                 known_words: frozenset[str], strict: bool, only_same: bool,
                 typed: Sequence[tuple[str, ...]] = (), extras: Profile | None = None,
-                kept: frozenset[str] = frozenset()) -> Decision:
+                kept: frozenset[str] = frozenset(),
+                overlay: frozenset[str] = frozenset()) -> Decision:
     """The structure tier; `only_same`: no unsure answer (none is asked further) and no
     evidence (the caller reads only whether the pair is the same). A salient line with a
     text the agent typed put in (`typed`) still counts as shown."""
@@ -200,6 +201,7 @@ def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
         unexplained = [line for line in unexplained if line not in fp.context]
     if extras is not None:
         unexplained = [line for line in unexplained if extras.template_of(line) is None]
+    unexplained = [line for line in unexplained if line not in overlay]
     if _tolerated(unexplained, fp, state, settings, known_words):
         return Decision("same", "structure", evidence)
     if not only_same and len(unexplained) <= UNSURE_MAX_UNEXPLAINED \
@@ -220,7 +222,8 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
            llm: LLMJudge | None = None, known_words: frozenset[str] = frozenset(),
            strict: bool = False, only_same: bool = False,
            typed: Sequence[tuple[str, ...]] = (), extras: Profile | None = None,
-           kept: frozenset[str] = frozenset()) -> Decision:
+           kept: frozenset[str] = frozenset(),
+           overlay: frozenset[str] = frozenset()) -> Decision:
     """Decide whether observed state `fp` is model state `state`: same, different or unsure.
 
     `llm` is consulted only for a pair the other tiers leave unsure; pass None (the
@@ -236,7 +239,8 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
     structure tier keeps no evidence. Lines `extras` explains (what successful runs
     showed only sometimes, at a state that is no milestone) are never held against the
     state; a salient line with a text the agent typed (`typed`) put in stays shown, in
-    place of words no successful run typed (`kept` are those they did).
+    place of words no successful run typed (`kept` are those they did). Lines of `overlay`
+    are not held against the state either.
     """
     if fp.image_sha is not None and fp.image_sha in state.image_shas and not (
             state.structural and fp.has_structure
@@ -247,7 +251,7 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
     if state.structural:
         decision = _structural(fp, state, settings, known_words, strict,
                                only_same=only_same and llm is None, typed=typed,
-                               extras=extras, kept=kept)
+                               extras=extras, kept=kept, overlay=overlay)
     elif fp.has_structure:
         decision = Decision("different", "structure", {"reason": "model state has no text"})
     else:
@@ -264,15 +268,18 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
 
 def judge(model: Model, fp: Fingerprint, state_id: str, llm: LLMJudge | None = None,
           only_same: bool = False, own_words: frozenset[str] = frozenset(),
-          typed: Sequence[tuple[str, ...]] = ()) -> Decision:
+          typed: Sequence[tuple[str, ...]] = (),
+          overlay: frozenset[str] = frozenset()) -> Decision:
     """:func:`decide` for `model`'s state `state_id`, with the model's own settings and
     known words (and `own_words`: what the run's agent typed, its own choice of words;
-    `typed`: its texts' telling tokens), strict for a state where successful runs end."""
+    `typed`: its texts' telling tokens), strict for a state where successful runs end;
+    lines of `overlay` (the run's own notice, :meth:`Matcher._beneath`) are not held
+    against it."""
     index = index_of(model)
     return decide(fp, model.states[state_id], model.settings, llm,
                   index.known_words | own_words,
                   strict=state_id in model.accepting, only_same=only_same, typed=typed,
-                  extras=index.extras, kept=index.typed_words)
+                  extras=index.extras, kept=index.typed_words, overlay=overlay)
 
 
 def like_in_shape(model: Model, fp: Fingerprint, state_id: str) -> bool:

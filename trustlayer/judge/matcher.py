@@ -25,6 +25,7 @@ from trustlayer.judge.cause import explain_failure
 from trustlayer.judge.deadlines import overdue
 from trustlayer.judge.faults import feed_checked
 from trustlayer.judge.history import Observed
+from trustlayer.judge.overlay import Overlay
 from trustlayer.judge.reasons import (
     FILES_MOVED,
     KEPT_LINE,
@@ -71,6 +72,7 @@ class Matcher:
         self.typed: tuple[tuple[str, ...], ...] = ()  # the texts the agent typed, as tokens
         self.reshaped: list[str] = []  # transient milestones met with other counts (each
         # the milestone reached by that step: see _observe)
+        self.overlay = Overlay()  # lines that came over the run's screen and stayed
         self.status: Status | None = None  # the run's status after the last event fed
 
     @property
@@ -92,18 +94,19 @@ class Matcher:
             return None
         return self.llm
 
-    def _matches(self, step) -> list[str]:
+    def _matches(self, fingerprint: Fingerprint,
+                 overlay: frozenset[str] = frozenset()) -> list[str]:
         found = []
         index = index_of(self.model)  # a line the agent's typed text changed is no exact hit
-        plausible = index.plausible(step.fingerprint)
+        plausible = index.plausible(fingerprint)
         if not plausible and self.typed:
-            plausible = index.candidates(step.fingerprint)
+            plausible = index.candidates(fingerprint)
         if self.typed:  # ... nor of the milestone to reach, when the line names it
             plausible |= set(self.model.essential[self.position:self.position + 1])
         for sid in sorted(plausible):
             llm = self._llm_for_run()
-            decision = judge(self.model, step.fingerprint, sid, llm, only_same=True,
-                             own_words=self.typed_words, typed=self.typed)
+            decision = judge(self.model, fingerprint, sid, llm, only_same=True,
+                             own_words=self.typed_words, typed=self.typed, overlay=overlay)
             if decision.evidence.get("llm_called"):
                 self.current.llm_calls += 1
             if decision.same:
@@ -146,7 +149,7 @@ class Matcher:
 
     def _observe(self, step: Step, before: frozenset[str] | None,
                  observation: Observation) -> None:
-        ids = self._matches(step)
+        ids = self._matches(step.fingerprint) or self._beneath(step)
         negatives = [sid for sid in ids if sid in self.model.negative]
         known = [sid for sid in ids if sid not in self.model.negative]
         upcoming = self._upcoming_transient()
@@ -186,6 +189,18 @@ class Matcher:
         # together (when it is none of their end states itself)
         pooled = ends and not set(known) & set(self.model.accepting)
         self._advance(known + (list(self.model.accepting) if pooled else []), step.seq)
+
+    def _beneath(self, step: Step) -> list[str]:
+        """The states `step` (it matched none) is beneath the run's overlay
+        (:mod:`trustlayer.judge.overlay`), and the state that overlay came with again."""
+        found, came_with = self.overlay.beneath(
+            self.model, step, self.history[-1].ids if self.history else (),
+            self.model.essential[self.position:], self._matches)
+        for row in [n for n, entry in enumerate(self.history) if came_with and not entry.ids
+                    and entry.seq == self.overlay.covered_seq]:
+            self.history[row] = self.history[row]._replace(ids=came_with, novel=[])
+            self._advance(came_with, self.history[row].seq)
+        return found
 
     def _next_milestone(self) -> str:
         """The next milestone to reach, quoted, for a short reason."""

@@ -7,6 +7,7 @@ from typing import Any
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.judge.history import row_of
 from trustlayer.judge.matcher import Matcher
+from trustlayer.judge.overlay import Overlay
 from trustlayer.judge.signs import FailureWatch
 from trustlayer.judge.status import Status
 from trustlayer.model import Model
@@ -30,6 +31,7 @@ def snapshot(matcher: Matcher) -> dict[str, Any]:
             "outputs": matcher.outputs, "outputs_shown": matcher.outputs_shown,
             "expected_shown": matcher.expected_shown, "reshaped": matcher.reshaped,
             "signs": matcher.signs.to_json(), "typed": [list(text) for text in matcher.typed],
+            "overlay": matcher.overlay.to_json(),
             **matcher.removals.to_json(), **matcher.builder.to_json(previous),
             "status": None if status is None else  # asdict() deep-copies: slow
             {name: list(value) if isinstance(value, list) else value
@@ -50,6 +52,7 @@ def restore(model: Model, data: dict[str, Any], llm: LLMJudge | None = None) -> 
     matcher.reshaped = list(data.get("reshaped", ()))
     matcher.signs = FailureWatch.from_json(data.get("signs"))
     matcher.typed = tuple(tuple(text) for text in data.get("typed", ()))
+    matcher.overlay = Overlay.from_json(data.get("overlay"))
     matcher.builder = StepBuilder.from_json(model.settings, data)
     matcher.status = None if data["status"] is None else Status(**data["status"])
     return matcher

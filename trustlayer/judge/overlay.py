@@ -1,0 +1,62 @@
+"""Lines that came over a run's screen and stayed: a notice no successful run got, left
+open while the agent worked on (a popup the product showed this time only).
+
+A state no successful run showed, right after a known one, gives the lines that state's
+model state does not explain. While some of them stay, later states are matched with them
+not held against them, once the screen beneath reached a milestone still ahead with them
+on it (the agent worked on beneath the notice); the state they came with is then matched
+again without them. Before that, and for lines that came over the end (no work followed),
+they stay news: an error shown over the last screen is no notice.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trustlayer.model import Model
+from trustlayer.observe.fingerprints import Fingerprint
+from trustlayer.observe.steps import Step
+
+#: matches a fingerprint with some lines not held against it: the model states it is
+Match = Callable[[Fingerprint, frozenset[str]], list[str]]
+
+
+@dataclass
+class Overlay:
+    """One run's overlay: the lines that came over a known state, the lines and seq of the
+    state they came with, and whether the agent worked on beneath them."""
+
+    lines: list[str] = field(default_factory=list)
+    covered: list[str] = field(default_factory=list)
+    covered_seq: int | None = None
+    worked_beneath: bool = False
+
+    def beneath(self, model: Model, step: Step, last: Sequence[str], ahead: Collection[str],
+                match: Match) -> tuple[list[str], list[str]]:
+        """The model states `step` (which matched none) is beneath the overlay, and those
+        of the state the overlay came with when this step showed the work beneath it
+        (else none); `last` are the states the step before matched, `ahead` the
+        milestones still to reach."""
+        stayed = frozenset(self.lines) & step.fingerprint.lines
+        if stayed:
+            found = [sid for sid in match(step.fingerprint, stayed) if sid not in model.negative]
+            came_with: list[str] = []
+            if not self.worked_beneath and set(found) & set(ahead):
+                self.worked_beneath = True
+                came_with = [sid for sid in match(Fingerprint(frozenset(self.covered)), stayed)
+                             if sid not in model.negative]
+            return (found, came_with) if self.worked_beneath else ([], [])
+        if last and (state := model.states[last[0]]).structural:
+            self.lines = sorted(state.profile.unexplained(step.fingerprint.lines))
+            self.covered, self.covered_seq = sorted(step.fingerprint.lines), step.seq
+            self.worked_beneath = False
+        return [], []
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lines": self.lines, "covered": self.covered, "covered_seq": self.covered_seq,
+                "worked_beneath": self.worked_beneath}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> Overlay:
+        return cls(**data) if data else cls()
