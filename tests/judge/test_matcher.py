@@ -131,6 +131,14 @@ def test_a_notice_no_training_run_got_left_open_while_the_agent_worked_on_passes
     assert status.verdict == "pass" and status.coverage == 1.0, status.details
 
 
+def test_a_notice_that_came_over_a_screen_no_training_run_showed_passes_too():
+    model = learn([as_run(events_for(f"train-{n}", make_screens(n))) for n in range(3)])
+    screens, loading = make_screens(4), "Loading the application\nPlease wait"
+    shown = [screens[0], loading, loading + NOTICE] + [text + NOTICE for text in screens[1:]]
+    status = judge_run(model, as_run(events_for("new", shown)))
+    assert status.verdict == "pass" and status.coverage == 1.0, status.details
+
+
 def test_a_notice_over_the_end_that_no_work_followed_is_still_news():
     model = learn([as_run(events_for(f"train-{n}", make_screens(n))) for n in range(3)])
     screens = make_screens(4)

@@ -1,8 +1,10 @@
 """Lines that came over a run's screen and stayed: a notice no successful run got, left
 open while the agent worked on (a popup the product showed this time only).
 
-A state no successful run showed, right after a known one, gives the lines that state's
-model state does not explain. While some of them stay, later states are matched with them
+A state no successful run showed gives the lines that came with it: right after a known
+state, those its model state does not explain; after another unknown one, those new since
+it (added to those of the overlay still shown, until the agent works beneath). While some
+of them stay, later states are matched with them
 not held against them, once the screen beneath reached a milestone still ahead with them
 on it (the agent worked on beneath the notice); the state they came with is then matched
 again without them. Before that, and for lines that came over the end (no work followed),
@@ -31,6 +33,7 @@ class Overlay:
     covered: list[str] = field(default_factory=list)
     covered_seq: int | None = None
     worked_beneath: bool = False
+    previous: list[str] = field(default_factory=list)  # the step before's, if none matched
 
     def beneath(self, model: Model, step: Step, last: Sequence[str], ahead: Collection[str],
                 match: Match) -> tuple[list[str], list[str]]:
@@ -38,24 +41,31 @@ class Overlay:
         of the state the overlay came with when this step showed the work beneath it
         (else none); `last` are the states the step before matched, `ahead` the
         milestones still to reach."""
-        stayed = frozenset(self.lines) & step.fingerprint.lines
+        lines = step.fingerprint.lines
+        stayed = frozenset(self.lines) & lines
+        found: list[str] = []
+        came_with: list[str] = []
         if stayed:
             found = [sid for sid in match(step.fingerprint, stayed) if sid not in model.negative]
-            came_with: list[str] = []
             if not self.worked_beneath and set(found) & set(ahead):
                 self.worked_beneath = True
                 came_with = [sid for sid in match(Fingerprint(frozenset(self.covered)), stayed)
                              if sid not in model.negative]
-            return (found, came_with) if self.worked_beneath else ([], [])
-        if last and (state := model.states[last[0]]).structural:
-            self.lines = sorted(state.profile.unexplained(step.fingerprint.lines))
-            self.covered, self.covered_seq = sorted(step.fingerprint.lines), step.seq
-            self.worked_beneath = False
-        return [], []
+        if not self.worked_beneath:
+            found = []
+            if last and (state := model.states[last[0]]).structural:
+                self.lines = sorted(state.profile.unexplained(lines))
+                self.covered, self.covered_seq = sorted(lines), step.seq
+            elif came := lines - frozenset(self.previous):  # over a state no run showed
+                self.lines = sorted(stayed | came)
+                if not stayed:
+                    self.covered, self.covered_seq = sorted(lines), step.seq
+        self.previous = [] if found else sorted(lines)
+        return found, came_with
 
     def to_json(self) -> dict[str, Any]:
         return {"lines": self.lines, "covered": self.covered, "covered_seq": self.covered_seq,
-                "worked_beneath": self.worked_beneath}
+                "worked_beneath": self.worked_beneath, "previous": self.previous}
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Overlay:
