@@ -131,8 +131,19 @@ def with_typed_text(line: str, template: str, typed: Sequence[tuple[str, ...]],
     ...                 kept=frozenset({"untitled"}))
     False
     """
-    (prefix, body), (wanted_prefix, wanted_body) = split_line(line), split_line(template)
-    mine, wanted = _telling(body), _telling(wanted_body)
+    return _typed_in(_telling_line(line), _telling_line(template), typed, kept)
+
+
+def _telling_line(line: str) -> tuple[str, tuple[str, ...]]:
+    """A line's prefix and its telling tokens."""
+    prefix, body = split_line(line)
+    return prefix, _telling(body)
+
+
+def _typed_in(line: tuple[str, tuple[str, ...]], template: tuple[str, tuple[str, ...]],
+              typed: Sequence[tuple[str, ...]], kept: frozenset[str]) -> bool:
+    """:func:`with_typed_text` on lines split by :func:`_telling_line`."""
+    (prefix, mine), (wanted_prefix, wanted) = line, template
     if prefix != wanted_prefix or not wanted:
         return False
     for text in typed:
@@ -161,13 +172,18 @@ def _typed_variants(missing: list[str], unexplained: Collection[str],
     showing a missing template with a typed text put in (:func:`with_typed_text`) counts
     as showing it."""
     rest, still = list(unexplained), []
+    split = {line: _telling_line(line) for line in rest}
+    # only a line holding every token of a typed text can have it put in
+    holding = [line for line in rest if any(set(text) <= set(split[line][1]) for text in typed)]
     for template in missing:
-        found = next((line for line in rest if with_typed_text(line, template, typed, kept)),
-                     None)
+        wanted = _telling_line(template)
+        found = next((line for line in holding
+                      if _typed_in(split[line], wanted, typed, kept)), None)
         if found is None:
             still.append(template)
         else:
             rest.remove(found)
+            holding.remove(found)
     return still, rest
 
 
