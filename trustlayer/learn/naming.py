@@ -50,11 +50,22 @@ class Detail(NamedTuple):
     salient: bool
 
 
-def _example(state: ModelState, template: str, examples: Examples) -> str:
-    """`template` as a member showed it: a line it explains, its varying words as ``…``."""
-    index = state.profile.templates.index(template)
-    line = next((line for lines in examples for line in sorted(lines)
-                 if state.profile.template_of(line) == index), template)
+def _shown_lines(state: ModelState, examples: Examples) -> dict[int, str]:
+    """Per template of `state` (by its number), the first line of its members' that it
+    explains (members in order, each one's lines sorted)."""
+    shown: dict[int, str] = {}
+    for lines in examples:
+        for line in sorted(lines):
+            index = state.profile.template_of(line)
+            if index is not None:
+                shown.setdefault(index, line)
+    return shown
+
+
+def _example(state: ModelState, template: str, shown: dict[int, str]) -> str:
+    """`template` as a member showed it (`shown`: :func:`_shown_lines`): a line it
+    explains, its varying words as ``…``."""
+    line = shown.get(state.profile.templates.index(template), template)
     body = line.partition("|")[2]
     wanted = tokens(template.partition("|")[2])
     spans = [match.span() for match in TOKEN.finditer(body)]
@@ -123,7 +134,8 @@ def _base_name(state: ModelState, labels: Sequence[str], titles: Sequence[str],
                examples: Examples, app: str | None, commands: Sequence[str]) -> str:
     if labels:
         return Counter(labels).most_common(1)[0][0]
-    shown = [_example(state, t, examples) for t in state.profile.salient_templates
+    lines = _shown_lines(state, examples)
+    shown = [_example(state, t, lines) for t in state.profile.salient_templates
              if t.startswith("A|")]
     dialog = next((m.group(1) for text in shown if (m := _DIALOG.match(text))), None)
     if dialog:
@@ -139,10 +151,11 @@ def _details(state: ModelState, examples: Examples, frequency: Counter[str],
     first among equals, in words; no control's label, no place (title, address)."""
     found, controls = [], set()
     salient = set(state.profile.salient_templates)
+    lines = _shown_lines(state, examples)
     for template in state.profile.templates:
         if template.startswith(PLACE_PREFIXES) or not _WORD.search(template[2:]):
             continue
-        text = _example(state, template, examples)
+        text = _example(state, template, lines)
         named = _NAMED.match(text) if template.startswith("A|") else None
         role = named and (named.group(1) or named.group(3))
         if named and role in CONTROLS:
