@@ -172,9 +172,12 @@ def _typed_variants(missing: list[str], unexplained: Collection[str],
     showing a missing template with a typed text put in (:func:`with_typed_text`) counts
     as showing it."""
     rest, still = list(unexplained), []
-    split = {line: _telling_line(line) for line in rest}
-    # only a line holding every token of a typed text can have it put in
-    holding = [line for line in rest if any(set(text) <= set(split[line][1]) for text in typed)]
+    # only a line holding every token of a typed text can have it put in (a substring
+    # test first: most lines hold none)
+    holding = [line for line in rest if any(all(t in line for t in text) for text in typed)]
+    split = {line: _telling_line(line) for line in holding}
+    holding = [line for line in holding
+               if any(set(text) <= set(split[line][1]) for text in typed)]
     for template in missing:
         wanted = _telling_line(template)
         found = next((line for line in holding
