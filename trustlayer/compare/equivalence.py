@@ -176,8 +176,6 @@ def _typed_variants(missing: list[str], unexplained: Collection[str],
     # test first: most lines hold none)
     holding = [line for line in rest if any(all(t in line for t in text) for text in typed)]
     split = {line: _telling_line(line) for line in holding}
-    holding = [line for line in holding
-               if any(set(text) <= set(split[line][1]) for text in typed)]
     for template in missing:
         wanted = _telling_line(template)
         found = next((line for line in holding

@@ -191,8 +191,7 @@ class Matcher:
         self._advance(known + (list(self.model.accepting) if pooled else []), step.seq)
 
     def _beneath(self, step: Step) -> list[str]:
-        """The states `step` (it matched none) is beneath the run's overlay
-        (:mod:`trustlayer.judge.overlay`), and the state that overlay came with again."""
+        """The states `step` (none matched) is beneath the overlay (:mod:`.overlay`)."""
         found, came_with = self.overlay.beneath(
             self.model, step, self.history[-1].ids if self.history else (),
             self.model.essential[self.position:], self._matches)
