@@ -40,8 +40,8 @@ def screenshot_of(event: Event) -> ImageRef | None:
 
 
 class Decoder:
-    """Decodes screenshots in the processes of the pools `pools` makes (`slots` at a time),
-    each within `budget` seconds.
+    """Decodes screenshots in a pool of `slots` processes that `pools` makes (given the
+    size), each within `budget` seconds.
 
     Processes, not threads: a decoding thread takes the GIL for Pillow's Python parts and
     slowed the event loop's own work by half (measured: docs/benchmarks.md). `slots` is the
@@ -50,8 +50,8 @@ class Decoder:
     decoded, and the next screenshot gets a new pool.
     """
 
-    def __init__(self, budget: float, pools: Callable[[], Executor], slots: int):
-        self.budget, self.pools = budget, pools
+    def __init__(self, budget: float, pools: Callable[[int], Executor], slots: int):
+        self.budget, self.pools, self.size = budget, pools, slots
         self.pool: Executor | None = None
         self.slots = asyncio.Semaphore(slots)
 
@@ -65,7 +65,7 @@ class Decoder:
         """Decode `shot` as the judge will use it (cached in it), or mark it failed."""
         await self.slots.acquire()  # the budget counts from the start, not the wait in line
         if self.pool is None:
-            self.pool = self.pools()
+            self.pool = self.pools(self.size)
         pool = self.pool
         future = asyncio.get_running_loop().run_in_executor(
             pool, decode_gray, shot.data, SIGNATURE_SIDE)

@@ -122,8 +122,7 @@ class Runtime:
         if cfg.train_dirs:
             log.info("%d training runs for refinement", seed_runs(self.registry, cfg.train_dirs))
         self.learner = LearnPool()
-        self.decoder = Decoder(cfg.settings.decode_budget, lambda: child_processes(DECODERS),
-                               DECODERS)
+        self.decoder = Decoder(cfg.settings.decode_budget, child_processes, DECODERS)
         self.read_ahead = ReadAhead(
             lambda message: self.processor.read(message.key, message.value,
                                                 source_of(message)), self.decoder)

@@ -40,7 +40,7 @@ def decode(shot: ImageRef, budget: float) -> float:
 
 def decoder_of(budget: float) -> Decoder:
     """The worker's decoder: two processes."""
-    return Decoder(budget, lambda: child_processes(2), 2)
+    return Decoder(budget, child_processes, 2)
 
 
 def test_a_heavy_screenshot_decodes_while_the_event_loop_goes_on():
