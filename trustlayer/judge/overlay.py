@@ -13,7 +13,7 @@ they stay news: an error shown over the last screen is no notice.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from trustlayer.model import Model
@@ -29,11 +29,13 @@ class Overlay:
     """One run's overlay: the lines that came over a known state, the lines and seq of the
     state they came with, and whether the agent worked on beneath them."""
 
-    lines: list[str] = field(default_factory=list)
-    covered: list[str] = field(default_factory=list)
+    lines: frozenset[str] = frozenset()
+    covered: frozenset[str] = frozenset()
     covered_seq: int | None = None
     worked_beneath: bool = False
-    previous: list[str] = field(default_factory=list)  # the step before's, if none matched
+    #: the lines of the step before, if none matched (kept here: a resumed matcher's step
+    #: builder keeps only their file facts)
+    previous: frozenset[str] = frozenset()
 
     def beneath(self, model: Model, step: Step, last: Sequence[str], ahead: Collection[str],
                 match: Match) -> tuple[list[str], list[str]]:
@@ -42,31 +44,35 @@ class Overlay:
         (else none); `last` are the states the step before matched, `ahead` the
         milestones still to reach."""
         lines = step.fingerprint.lines
-        stayed = frozenset(self.lines) & lines
+        stayed = self.lines & lines
         found: list[str] = []
         came_with: list[str] = []
         if stayed:
             found = [sid for sid in match(step.fingerprint, stayed) if sid not in model.negative]
             if not self.worked_beneath and set(found) & set(ahead):
                 self.worked_beneath = True
-                came_with = [sid for sid in match(Fingerprint(frozenset(self.covered)), stayed)
+                came_with = [sid for sid in match(Fingerprint(self.covered), stayed)
                              if sid not in model.negative]
         if not self.worked_beneath:
             found = []
             if last and (state := model.states[last[0]]).structural:
-                self.lines = sorted(state.profile.unexplained(lines))
-                self.covered, self.covered_seq = sorted(lines), step.seq
-            elif came := lines - frozenset(self.previous):  # over a state no run showed
-                self.lines = sorted(stayed | came)
+                self.lines = state.profile.unexplained(lines)
+                self.covered, self.covered_seq = lines, step.seq
+            elif came := lines - self.previous:  # over a state no run showed
+                self.lines = stayed | came
                 if not stayed:
-                    self.covered, self.covered_seq = sorted(lines), step.seq
-        self.previous = [] if found else sorted(lines)
+                    self.covered, self.covered_seq = lines, step.seq
+        self.previous = frozenset() if found else lines
         return found, came_with
 
     def to_json(self) -> dict[str, Any]:
-        return {"lines": self.lines, "covered": self.covered, "covered_seq": self.covered_seq,
-                "worked_beneath": self.worked_beneath, "previous": self.previous}
+        return {"lines": sorted(self.lines), "covered": sorted(self.covered),
+                "covered_seq": self.covered_seq, "worked_beneath": self.worked_beneath,
+                "previous": sorted(self.previous)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Overlay:
-        return cls(**data) if data else cls()
+        if not data:
+            return cls()
+        return cls(frozenset(data["lines"]), frozenset(data["covered"]), data["covered_seq"],
+                   data["worked_beneath"], frozenset(data["previous"]))
