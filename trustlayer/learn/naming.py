@@ -131,10 +131,9 @@ def _command(signatures: Sequence[str]) -> str:
 
 
 def _base_name(state: ModelState, labels: Sequence[str], titles: Sequence[str],
-               examples: Examples, app: str | None, commands: Sequence[str]) -> str:
+               lines: dict[int, str], app: str | None, commands: Sequence[str]) -> str:
     if labels:
         return Counter(labels).most_common(1)[0][0]
-    lines = _shown_lines(state, examples)
     shown = [_example(state, t, lines) for t in state.profile.salient_templates
              if t.startswith("A|")]
     dialog = next((m.group(1) for text in shown if (m := _DIALOG.match(text))), None)
@@ -144,14 +143,12 @@ def _base_name(state: ModelState, labels: Sequence[str], titles: Sequence[str],
     return _shorten(title) if title else _command(commands)
 
 
-def _details(state: ModelState, examples: Examples, frequency: Counter[str],
-             everything: bool) -> list[Detail]:
-    """The lines that may complete `state`'s name (its salient lines; with `everything`,
-    then every other line), most telling first: the lines fewest states show, headings
-    first among equals, in words; no control's label, no place (title, address)."""
+def _details(state: ModelState, lines: dict[int, str], frequency: Counter[str]) -> list[Detail]:
+    """The lines that may complete `state`'s name (`lines`: :func:`_shown_lines`), most
+    telling first: salient lines first, then the lines fewest states show, headings first
+    among equals, in words; no control's label, no place (title, address)."""
     found, controls = [], set()
     salient = set(state.profile.salient_templates)
-    lines = _shown_lines(state, examples)
     for template in state.profile.templates:
         if template.startswith(PLACE_PREFIXES) or not _WORD.search(template[2:]):
             continue
@@ -160,7 +157,7 @@ def _details(state: ModelState, examples: Examples, frequency: Counter[str],
         role = named and (named.group(1) or named.group(3))
         if named and role in CONTROLS:
             controls.add(named.group(2) or named.group(4))
-        elif (everything or template in salient) and (named or not template.startswith("A|")):
+        elif named or not template.startswith("A|"):
             shown = (named.group(2) or named.group(4)).replace('\\"', '"') if named else text
             found.append(Detail(template, shown, role == "heading", template in salient))
     found = [d for d in found if d.text not in controls and _WORD.search(d.text)]
@@ -223,14 +220,14 @@ def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
     frequency.update(t for s in states for t in set(s.profile.templates)
                      if t not in s.profile.salient_templates)
     app = app_name(Counter(titles[s.id]).most_common(1)[0][0] for s in states if titles.get(s.id))
-    names = {s.id: _base_name(s, labels.get(s.id, []), titles.get(s.id, []),
-                              examples.get(s.id, []), app, commands.get(s.id, []))
+    shown = {s.id: _shown_lines(s, examples.get(s.id, [])) for s in states}
+    names = {s.id: _base_name(s, labels.get(s.id, []), titles.get(s.id, []), shown[s.id], app,
+                              commands.get(s.id, []))
              for s in states}
-    _tell_apart(names, {s.id: _details(s, examples.get(s.id, []), frequency, False)
-                        for s in states})
+    details = {s.id: _details(s, shown[s.id], frequency) for s in states}
+    _tell_apart(names, {sid: [d for d in found if d.salient] for sid, found in details.items()})
     first = dict(names)  # told apart by salient lines: the names a fallback starts from
-    _tell_apart(names, {s.id: _details(s, examples.get(s.id, []), frequency, True)
-                        for s in states})
+    _tell_apart(names, details)
     taken = Counter(names.values())
     for number, state in enumerate(states):
         name = names[state.id]
