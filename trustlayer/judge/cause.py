@@ -114,7 +114,7 @@ def _entered(entry: Observed, so_far: Sequence[Observed], phase: Sequence[Observ
     if entry.ids:
         return None
     if entry.novel:
-        typed = typed_words(a for entry in so_far for a in entry.via)
+        typed = typed_words(_typed(so_far))
         words = [w for w in entry.novel if w in typed]
         return f"'{words[0]}'" if words else None
     odd = [a for a in _typed(phase) if a not in usual]
