@@ -26,7 +26,7 @@ EVENT_KINDS = ("state", "action", "end")
 #: The largest ts taken (in the year 5138): a ts in milliseconds is a thousand times more,
 #: and read as seconds it made the stream's deadlines fail runs the validator passed.
 MAX_TS = 1e11
-ACTION_TYPES = ("click", "key", "type", "scroll", "wait", "navigate", "tool", "api")
+ACTION_TYPES = ("click", "key", "type", "scroll", "wait", "navigate", "tool", "api", "message")
 OUTCOMES = ("success", "failure", "unknown")
 SELF_REPORTS = ("success", "failure")
 LABEL_CAUSES = ("product_bug", "agent_error", None)
@@ -41,6 +41,8 @@ class Action:
     target: str | None = None
     value: str | None = None
     args: dict[str, Any] | None = None
+    #: whether a tool or api call only reads, as the tool declares it; None: unknown
+    read_only: bool | None = None
 
     @property
     def call(self) -> str:
@@ -187,9 +189,13 @@ def _parse_action(obj: Any, source: str, line: int | None) -> Action:
     args = obj.get("args")
     if args is not None and not isinstance(args, dict):
         raise TraceError("action.args must be an object", source, line)
+    read_only = obj.get("read_only")
+    if read_only is not None and not isinstance(read_only, bool):
+        raise TraceError(f"action.read_only must be true or false, got {type(read_only).__name__}",
+                         source, line)
     value = obj.get("value")
     return Action(action_type, _optional_str(obj, "target", source, line),
-                  None if value is None else str(value), args)
+                  None if value is None else str(value), args, read_only)
 
 
 def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int | None = None,
