@@ -17,8 +17,8 @@ from devsets import REPO
 LAYERS = (
     ("trustlayer.settings", "trustlayer.errors", "trustlayer.graph_marks"),
     ("trustlayer.observe",),
-    ("trustlayer.model", "trustlayer.model_check", "trustlayer.inputs", "trustlayer.runner",
-     "trustlayer.otel"),
+    ("trustlayer.model", "trustlayer.model_check", "trustlayer.model_effects",
+     "trustlayer.inputs", "trustlayer.runner", "trustlayer.otel"),
     ("trustlayer.compare",),
     ("trustlayer.learn",),
     ("trustlayer.judge",),

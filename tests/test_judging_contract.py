@@ -27,7 +27,8 @@ from trustlayer.model import Model
 from trustlayer.observe.traces import read_runs
 
 Verdicts = dict[str, tuple[str, str | None, str | None]]  # run id -> (status, reason, cause)
-TASKS = {**{f"examples/{name}": EXAMPLES / name for name in ("jupyter", "tool-calling")},
+TASKS = {**{f"examples/{name}": EXAMPLES / name
+            for name in ("jupyter", "tool-calling", "conversation")},
          **{name: SHARED / name for name in DEV_TASKS}}
 
 

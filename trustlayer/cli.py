@@ -150,6 +150,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         save_png(model, args.png)
     print(f"task {model.task}  version {model.version}  trained on "
           f"{len(model.training_runs)} runs  {len(model.states)} states")
+    if model.effects is not None:
+        from trustlayer.show.spine import spine_lines
+        print("\n".join(spine_lines(model.effects)))
+        return EXIT_OK
     print("essential chain:")
     for number, sid in enumerate(model.essential, 1):
         reach = model.timing["time_to_reach"].get(sid, {})

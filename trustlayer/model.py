@@ -18,6 +18,7 @@ import numpy as np
 
 from trustlayer.errors import ModelError
 from trustlayer.model_check import check_model
+from trustlayer.model_effects import EffectSpine
 from trustlayer.observe.templates import Profile
 from trustlayer.settings import Settings
 
@@ -29,6 +30,7 @@ MODEL_FORMATS = {
     5: "the signs of failure (gone_lines, checks, check_files, overcome, added_only, "
        "required_words, statuses, end_texts, some_checks)",
     6: "changed_files",
+    7: "effects (what successful conversations changed and told)",
 }
 MODEL_FORMAT = max(MODEL_FORMATS)
 
@@ -127,6 +129,9 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
     ``end_texts`` (text they all typed and showed verbatim at their end); ``some_checks``
     (tools only some of them used after that change: a warning, not a failure),
     ``changed_files`` (the files some of them changed: a line taken out of another fails).
+    ``effects``, for conversations only, what successful runs changed and told
+    (:class:`~trustlayer.model_effects.EffectSpine`): such a run is judged by it, not by
+    the states of its turns.
     ``soft`` holds the essential states a run may skip: interruptions and incidental ones.
     """
 
@@ -163,6 +168,7 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
     end_texts: list[str] = field(default_factory=list)
     some_checks: list[str] = field(default_factory=list)
     changed_files: list[str] = field(default_factory=list)
+    effects: EffectSpine | None = None
 
     @property
     def optional(self) -> list[str]:
@@ -199,7 +205,8 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
                 "overcome": self.overcome, "added_only": self.added_only,
                 "required_words": self.required_words, "statuses": self.statuses,
                 "end_texts": self.end_texts, "some_checks": self.some_checks,
-                "changed_files": self.changed_files}
+                "changed_files": self.changed_files,
+                "effects": None if self.effects is None else self.effects.to_json()}
 
     @classmethod
     def from_json(cls, data: dict) -> Model:
@@ -228,7 +235,9 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
                        data.get("check_files", []), data.get("overcome", {}),
                        data.get("added_only", []), data.get("required_words", {}),
                        data.get("statuses", []), data.get("end_texts", []),
-                       data.get("some_checks", []), data.get("changed_files", []))
+                       data.get("some_checks", []), data.get("changed_files", []),
+                       None if data.get("effects") is None
+                       else EffectSpine.from_json(data["effects"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None
 

@@ -15,6 +15,7 @@ from stream.judging.settings import WorkerSettings
 from stream.models.refine import is_success
 from trustlayer.judge.faults import STREAM_FAULT
 from trustlayer.judge.reasons import NO_END
+from trustlayer.judge.resume import given_up
 from trustlayer.judge.status import INCOMPLETE, Status
 
 log = logging.getLogger(__name__)
@@ -77,8 +78,8 @@ class Emitter:
             if rec.ended:
                 self.finish(rec, out, pub)
             return
-        failed = self.runs.matcher(rec).given_up(rec.next_seq - 1 if rec.next_seq else None,
-                                                 reason, STREAM_FAULT, rec.run_id, rec.task)
+        failed = given_up(self.runs.matcher(rec), rec.next_seq - 1 if rec.next_seq else None,
+                          reason, STREAM_FAULT, rec.run_id, rec.task)
         self.runs.matchers[rec.run_id] = failed
         self.emit(rec, failed.current, out, trigger, verdict_ts, pub)
         if rec.ended:

@@ -23,8 +23,10 @@ from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.judge.cause import explain_failure
 from trustlayer.judge.deadlines import overdue
+from trustlayer.judge.effects import EffectWatch
 from trustlayer.judge.faults import feed_checked
 from trustlayer.judge.history import Observed
+from trustlayer.judge.outputs import OutputLedger
 from trustlayer.judge.overlay import Overlay
 from trustlayer.judge.reasons import (
     FILES_MOVED,
@@ -40,7 +42,6 @@ from trustlayer.judge.reasons import (
 from trustlayer.judge.signs import FailureWatch, Sign
 from trustlayer.judge.status import AT_RISK, FAILED, PASSED, RUNNING, Status
 from trustlayer.model import Model
-from trustlayer.observe.canonical import shows
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.steps import Step, StepBuilder, action_signatures
@@ -64,9 +65,8 @@ class Matcher:
         self.history: list[Observed] = []  # one row per state the run showed
         self.matched_at: dict[str, int] = {}
         self.start_ts: float | None = None
-        self.outputs: dict[str, str] = {}  # required call -> the last value the agent gave
-        self.outputs_shown: dict[str, bool] = {}  # ... and whether the screen showed it
-        self.expected_shown: dict[str, bool] = {}  # ... and the value successful runs gave
+        self.outputs = OutputLedger()
+        self.effects = EffectWatch()  # what a conversation changed and told
         self.removals = RemovalLedger(model.required_removals)
         self.signs = FailureWatch()
         self.typed: tuple[tuple[str, ...], ...] = ()  # the texts the agent typed, as tokens
@@ -123,13 +123,11 @@ class Matcher:
         status.event_ts = event.ts
         if status.final:
             return status
+        if self.model.effects is not None:  # a conversation: judged by what it changed
+            return self._converse(event, event.seq)
         action = event.action if event.kind == "action" else None
-        if action is not None and action.value is not None \
-                and (call := action.call) in self.model.required_outputs:
-            self.outputs[call] = action.value
-            self.outputs_shown[call] = shows(self.builder.previous_lines, action.value)
-            self.expected_shown[call] = shows(self.builder.previous_lines,
-                                              self.model.required_outputs[call])
+        if action is not None:
+            self.outputs.observe(self.model, action, self.builder.previous_lines)
         before = self.builder.previous_lines
         if action is not None and action.type == "type" and action.value:
             # words the agent chose (a description it added) are no news when shown again
@@ -164,7 +162,7 @@ class Matcher:
             and bool(index_of(self.model).novelty(step.fingerprint))
         self.signs.observe(self.model, step, before, observation, known, news)
         ends = ends_like_success(self.model, step.fingerprint, known, self.typed_words) \
-            or self._answered() and at_an_end_place(self.model, step.fingerprint)
+            or self.outputs.answered(self.model) and at_an_end_place(self.model, step.fingerprint)
         self.history.append(Observed(step.seq, step.ts, known, action_signatures(step),
                                      novel[:8], ends, step.files_moved))
         if not known:
@@ -279,20 +277,19 @@ class Matcher:
                 return False
         return False
 
-    def _answered(self) -> bool:
-        """Whether the run made every required output call with the value every successful
-        run gave it."""
-        required = self.model.required_outputs
-        return bool(required) and all(self.outputs.get(call) == value
-                                      for call, value in required.items())
-
-    def _wrong_output(self) -> tuple[str, str, str] | None:
-        """A tool call made with another value than every successful run gave it."""
-        for call, value in self.model.required_outputs.items():
-            given = self.outputs.get(call)
-            if given is not None and given != value:
-                return call, given, value
-        return None
+    def _converse(self, event: Event | None, seq: int) -> Status:
+        """A conversation's event (None: it ended after `seq` without its end event), judged
+        by what the run changed and told (:mod:`trustlayer.judge.effects`)."""
+        if event is not None and event.kind == "state":  # a row for the report's frames
+            self.history.append(Observed(event.seq, event.ts, [], []))
+        status, found = self.current, self.effects.judge(event, seq, self.model.effects)
+        status.matched, status.missing, status.coverage = found.progress
+        if found.failure is not None:
+            self._fail(*found.failure)
+        elif found.passed is not None:
+            status.status, status.code, status.reason = PASSED, MILESTONES_REACHED, found.passed
+            status.final, status.detected_at_seq = True, seq
+        return status
 
     def _route_warnings(self) -> list[str]:
         return [f"took a route no successful run took: skipped '{self.model.name(sid)}'"
@@ -315,30 +312,20 @@ class Matcher:
         self.current.reason = reason  # given whole: its own sentence
         return self.current
 
-    def given_up(self, seq: int | None, reason: str, cause: str, run_id: str,
-                 task: str) -> Matcher:
-        """A matcher of this run failed for good at event `seq` for a `reason` outside what
-        it showed (its stream failed it), even before its first event (`run_id` and `task`
-        name the run then). It keeps the run's status and start only: a final status is all
-        a failed run needs, and what it showed may be what made its record too large."""
-        failed = Matcher(self.model, self.llm)
-        failed.start_ts = self.start_ts
-        failed.status = self.status or Status(
-            run_id, task, model_version=self.model.version,
-            missing=[self.model.name(s) for s in self.model.essential if s not in self.model.soft])
-        failed.fail(seq, reason, cause)
-        return failed
-
     def close(self, seq: int) -> None:
         """Judge the run as ended after event `seq` (its end event, or its last one)."""
         if self.status is None or self.current.final:
             return
         lines = self.builder.previous_lines
         if self.history and lines is not None and not self.history[-1].ends \
-                and self._answered() and at_an_end_place(self.model, Fingerprint(lines)):
+                and self.outputs.answered(self.model) \
+                and at_an_end_place(self.model, Fingerprint(lines)):
             self.history[-1] = self.history[-1]._replace(ends=True)  # answered after it
             self._advance(list(self.model.accepting), seq)
-        wrong = self._wrong_output()
+        if self.model.effects is not None:
+            self._converse(None, seq)
+            return
+        wrong = self.outputs.wrong(self.model)
         last = self.history[-1].seq if self.history else seq
         if self.current.status == PASSED and wrong is None \
                 and (kept := self.removals.missing(self.model.required_removals)):
@@ -364,8 +351,8 @@ class Matcher:
         call = wrong[0] if wrong is not None else ""
         details, cause, why = explain_failure(self.model, self.history, self.position,
                                               list(self.matched_at), sign,
-                                              self.outputs_shown.get(call, False),
-                                              self.expected_shown.get(call, False))
+                                              self.outputs.outputs_shown.get(call, False),
+                                              self.outputs.expected_shown.get(call, False))
         if not self.current.missing and not self._accepted():
             self.current.missing = [" or ".join(self.model.name(s) for s in self.model.accepting)]
         self._fail(cause, why, details, seq)

@@ -23,6 +23,9 @@ KEPT_LINE = "kept_line"  # a line every successful run removed was kept
 DEADLINE = "deadline"  # a learned deadline passed (the stream's timer)
 UNJUDGEABLE = "unjudgeable"  # the run's stream, not what it showed, decided (faults)
 NO_END = "no_end"  # the stream finalised the run without its end event (incomplete)
+EXTRA_EFFECT = "extra_effect"  # a change no successful run made, or made with other values
+MISSING_EFFECT = "missing_effect"  # a change every successful run made, not made
+UNTOLD_FACT = "untold_fact"  # what every successful run told the person, never told
 MILESTONES_REACHED = "milestones_reached"  # the run passed
 
 MAX_WORDS = 25
@@ -92,3 +95,18 @@ def passed_sentence(reached: int, total: int) -> str:
     got = f"all {total} milestones" if reached >= total else \
         f"{reached} of {total} milestones (the others may be skipped)"
     return f"Passed: reached {got} and ended where successful runs end."
+
+
+def conversation_passed(changes: int, facts: int) -> str:
+    """The reason of a conversation that passed.
+
+    >>> print(conversation_passed(2, 0))
+    Passed: made the 2 changes every successful run made, and no other.
+    >>> print(conversation_passed(0, 1))
+    Passed: made no change successful runs did not make, and told the 1 fact they all told.
+    """
+    told = f", and told the {facts} fact{'s' * (facts != 1)} they all told" if facts else ""
+    if changes:
+        return f"Passed: made the {changes} change{'s' * (changes != 1)} every successful run " \
+               f"made, and no other{told}."
+    return f"Passed: made no change successful runs did not make{told}."

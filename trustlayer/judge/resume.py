@@ -1,12 +1,15 @@
 """A matcher stopped and resumed: :func:`snapshot` is what it needs to go on, as JSON (the
-streaming worker keeps it in each run's record), :func:`restore` the matcher again."""
+streaming worker keeps it in each run's record), :func:`restore` the matcher again;
+:func:`given_up`, the matcher of a run its stream failed, which keeps only its status."""
 from __future__ import annotations
 
 from typing import Any
 
 from trustlayer.compare.llm import LLMJudge
+from trustlayer.judge.effects import EffectWatch
 from trustlayer.judge.history import row_of
 from trustlayer.judge.matcher import Matcher
+from trustlayer.judge.outputs import OutputLedger
 from trustlayer.judge.overlay import Overlay
 from trustlayer.judge.signs import FailureWatch
 from trustlayer.judge.status import Status
@@ -28,8 +31,8 @@ def snapshot(matcher: Matcher) -> dict[str, Any]:
     return {"position": matcher.position,
             "history": [list(entry) for entry in matcher.history],
             "matched_at": matcher.matched_at, "start_ts": matcher.start_ts,
-            "outputs": matcher.outputs, "outputs_shown": matcher.outputs_shown,
-            "expected_shown": matcher.expected_shown, "reshaped": matcher.reshaped,
+            **matcher.outputs.to_json(), "effects": matcher.effects.to_json(),
+            "reshaped": matcher.reshaped,
             "signs": matcher.signs.to_json(), "typed": [list(text) for text in matcher.typed],
             "overlay": matcher.overlay.to_json(),
             **matcher.removals.to_json(), **matcher.builder.to_json(previous),
@@ -45,9 +48,8 @@ def restore(model: Model, data: dict[str, Any], llm: LLMJudge | None = None) -> 
     matcher.position = data["position"]
     matcher.history = [row_of(row) for row in data["history"]]
     matcher.matched_at, matcher.start_ts = dict(data["matched_at"]), data["start_ts"]
-    matcher.outputs = dict(data.get("outputs", {}))
-    matcher.outputs_shown = dict(data.get("outputs_shown", {}))
-    matcher.expected_shown = dict(data.get("expected_shown", {}))
+    matcher.outputs = OutputLedger.from_json(data)
+    matcher.effects = EffectWatch.from_json(data.get("effects"))
     matcher.removals = RemovalLedger.from_json(model.required_removals, data)
     matcher.reshaped = list(data.get("reshaped", ()))
     matcher.signs = FailureWatch.from_json(data.get("signs"))
@@ -56,3 +58,19 @@ def restore(model: Model, data: dict[str, Any], llm: LLMJudge | None = None) -> 
     matcher.builder = StepBuilder.from_json(model.settings, data)
     matcher.status = None if data["status"] is None else Status(**data["status"])
     return matcher
+
+
+def given_up(matcher: Matcher, seq: int | None, reason: str, cause: str, run_id: str,
+             task: str) -> Matcher:
+    """A matcher of `matcher`'s run failed for good at event `seq` for a `reason` outside
+    what it showed (its stream failed it), even before its first event (`run_id` and `task`
+    name the run then). It keeps the run's status and start only: a final status is all a
+    failed run needs, and what it showed may be what made its record too large."""
+    model = matcher.model
+    failed = Matcher(model, matcher.llm)
+    failed.start_ts = matcher.start_ts
+    failed.status = matcher.status or Status(
+        run_id, task, model_version=model.version,
+        missing=[model.name(s) for s in model.essential if s not in model.soft])
+    failed.fail(seq, reason, cause)
+    return failed

@@ -29,6 +29,7 @@ from trustlayer.learn.dominators import (
     merged_graph,
     unroll_visits,
 )
+from trustlayer.learn.effects import learn_effects
 from trustlayer.learn.evidence import (
     accepting_states,
     before_the_work,
@@ -52,6 +53,7 @@ from trustlayer.learn.profiles import (
     varied_words,
 )
 from trustlayer.model import Model, ModelState
+from trustlayer.model_effects import EffectSpine
 from trustlayer.observe.edits import required_removals
 from trustlayer.observe.steps import Step, action_signatures, run_steps
 from trustlayer.observe.traces import Run
@@ -336,6 +338,8 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                                          for step in run),
                   **failure_signs(learned_from, [(path[-1][0], steps[rid])
                                                  for rid, path in paths.items()]))
+    if (spine := learn_effects(learned_from)) is not None:
+        model = as_conversation(model, spine)
     negatives = _negatives(model, failed, causes or {}, settings)
     name_states(negatives, {}, {}, {})
     for negative in negatives:
@@ -348,3 +352,14 @@ def with_negatives(model: Model, negatives: Sequence[ModelState]) -> Model:
     changed once learned; what is cached about it is keyed by the model)."""
     return dataclasses.replace(model, states={**model.states, **{n.id: n for n in negatives}},
                                negative=[*model.negative, *(n.id for n in negatives)])
+
+
+def as_conversation(model: Model, spine: EffectSpine) -> Model:
+    """`model`, learned from conversations, judged by what they changed and told: the
+    states of their turns (the person's words, the agent's reads) stay for the report and
+    names, but none is a milestone or evidence of the end."""
+    return dataclasses.replace(model, effects=spine, essential=[], soft=[], accepting=[],
+                               incidental=[], transient=[], required_outputs={},
+                               end_evidence={}, gone_lines={}, end_texts=[],
+                               nearest_milestone={}, segment_actions=[[]],
+                               timing={"time_to_reach": {}, "dwell": model.timing["dwell"]})
