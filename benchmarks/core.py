@@ -1,13 +1,17 @@
 """Core benchmarks, printed as ratios against limits measured in the same run.
 
-    .venv/bin/python benchmarks/core.py [TRACES_ROOT]
+    .venv/bin/python benchmarks/core.py [--quick] [TRACES_ROOT]
+
+``--quick`` (the guard to run before and after a change to the judge, well under a minute):
+the learn time of 32 runs and the judging table only.
 
 1. learn time per dev set, and learn time against the number of runs (2 to 32: the
    successful runs of coding-dev, its eight training runs and the ten successful test
    runs, repeated under new run ids past the 18 there are; goal: 32 runs in under 5 s);
 2. validation cost per screenshot frame / PNG decode cost per frame (goal <= 1.5);
-3. judging cost per event (the matcher fed each test run of the four dev sets and the
-   stream benchmark's examples/jupyter runs: fingerprints, candidates, tiers, milestones)
+3. judging cost per event (the matcher fed each test run of the dev sets, the real LLM
+   agent's conversations of tau-airline-dev among them, and the stream benchmark's
+   examples/jupyter runs: fingerprints, candidates, tiers, milestones)
    / json.loads of the same event's line, per task: the first pass, and the median of
    three more (the lines of a task's runs already seen, as in a running worker);
 4. state lookup cost as the model grows from 10 to 10,000 states (BK-tree + inverted
@@ -37,8 +41,11 @@ from trustlayer.observe.traces import load_labels, read_runs
 from trustlayer.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
-ROOT = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "traces"
-DEV_SETS = ("jupyter-dev", "datasette-dev", "coding-dev", "coding-dev2")
+QUICK = "--quick" in sys.argv[1:]
+_ROOTS = [arg for arg in sys.argv[1:] if arg != "--quick"]
+ROOT = Path(_ROOTS[0]) if _ROOTS else REPO.parent / "shared" / "traces"
+DEV_SETS = ("jupyter-dev", "datasette-dev", "coding-dev", "coding-dev2", "django-dev",
+            "tau-airline-dev")
 
 
 def bench_learn() -> dict[str, Model]:
@@ -95,21 +102,41 @@ def _tasks(root: Path) -> list[Path]:
     return sorted(d for d in root.iterdir() if (d / "train").is_dir())
 
 
+def _judging_entries() -> list[tuple[str, str, list[Path]]]:
+    """(set, label, task folders) per row of the judging table: each task of the scripted
+    sets, and one row for the conversations (one fold of each tau-airline-dev task, the
+    one with most test runs: its folds repeat each task's runs)."""
+    entries = [(name, task.name, [task]) for name in DEV_SETS if name != "tau-airline-dev"
+               for task in _tasks(ROOT / name)]
+    folds: dict[str, Path] = {}
+    for fold in _tasks(ROOT / "tau-airline-dev") if (ROOT / "tau-airline-dev").is_dir() else []:
+        key = fold.name.rsplit("-", 1)[0]
+        if key not in folds or _count(fold) > _count(folds[key]):
+            folds[key] = fold
+    if folds:
+        entries.append(("tau-airline-dev", "conversations", sorted(folds.values())))
+    return entries + [("stream examples", "jupyter", [REPO / "examples" / "jupyter"])]
+
+
+def _count(fold: Path) -> int:
+    return len(list((fold / "test").glob("*.jsonl")))
+
+
 def bench_judging() -> None:
-    tasks = [(name, task) for name in DEV_SETS for task in _tasks(ROOT / name)]
-    tasks.append(("stream examples", REPO / "examples" / "jupyter"))
     clock = time.process_time  # CPU time, interleaved: the machine may be shared
     judged = loaded = 0.0
-    for name, task in tasks:
-        model = learn(read_runs([task / "train"]))
-        lines = [line for path in sorted((task / "test").glob("*.jsonl"))
+    for name, label, folders in _judging_entries():
+        models = {model.task: model for model in
+                  (learn(read_runs([folder / "train"])) for folder in folders)}
+        tests = [folder / "test" for folder in folders]
+        lines = [line for folder in tests for path in sorted(folder.glob("*.jsonl"))
                  for line in path.read_text().splitlines() if line.strip()]
         passes = []
         for _ in range(4):
-            runs = read_runs([task / "test"])  # fresh: undecoded images, no fingerprints
+            runs = read_runs(tests)  # fresh: undecoded images, no fingerprints
             start = clock()
             for run in runs:
-                judge_run(model, run)
+                judge_run(models[run.task], run)
             judge = clock() - start
             start = clock()
             for _ in range(3):
@@ -119,7 +146,7 @@ def bench_judging() -> None:
         judge, loads = (statistics.median(times) for times in zip(*passes[1:]))
         judged, loaded = judged + judge, loaded + loads
         first = passes[0][0] / passes[0][1]
-        print(f"judging {name} {task.name}: {judge / len(lines) * 1e6:4.0f} us per event / "
+        print(f"judging {name} {label}: {judge / len(lines) * 1e6:4.0f} us per event / "
               f"json.loads {loads / len(lines) * 1e6:4.1f} us = {judge / loads:5.1f} "
               f"(first pass {first:5.1f})")
     print(f"judging per event / json.loads of the same event, all tasks: {judged / loaded:.1f}")
@@ -156,8 +183,12 @@ def bench_lookup() -> None:
 
 
 if __name__ == "__main__":
-    models = bench_learn()
-    bench_learn_scaling()
-    bench_validation(models["jupyter-dev"])
-    bench_judging()
-    bench_lookup()
+    if QUICK:
+        bench_learn_scaling()
+        bench_judging()
+    else:
+        models = bench_learn()
+        bench_learn_scaling()
+        bench_validation(models["jupyter-dev"])
+        bench_judging()
+        bench_lookup()

@@ -26,6 +26,7 @@ from PIL import Image
 
 from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
+from trustlayer.compare.typed_text import holding_typed, typed_variants
 from trustlayer.compare.visual import hamming, masked_ssim
 from trustlayer.model import Model, ModelState
 from trustlayer.observe.canonical import PLACE_PREFIXES
@@ -100,94 +101,6 @@ def _tolerated(unexplained: Collection[str], fp: Fingerprint, state: ModelState,
         word_tokens(line) for line in unexplained)
 
 
-def _telling(tokens: Sequence[str]) -> tuple[str, ...]:
-    """The tokens that hold a letter or a digit (a wildcard too)."""
-    return tuple(t for t in tokens if t == WILDCARD or any(c.isalnum() for c in t))
-
-
-def typed_tokens(text: str) -> tuple[str, ...]:
-    """The telling tokens of a text the agent typed, as lines are split."""
-    return _telling(split_line(f"X|{text}")[1])
-
-
-def with_typed_text(line: str, template: str, typed: Sequence[tuple[str, ...]],
-                    kept: frozenset[str] = frozenset()) -> bool:
-    """Whether `line` is `template` with one text the agent typed (`typed`: each text's
-    telling tokens) put in one place, punctuation aside: added (a row whose empty ``-``
-    became the description the agent typed), or in place of as many words or fewer that
-    no successful run typed (`kept` are the words they did: a name the application gave,
-    ``untitled.txt``, that the agent chose to call ``hello.txt``). Its own choice, not
-    another row.
-
-    >>> typed = [("Crime", "Mystery"), ("Detective", "and", "crime", "novels")]
-    >>> with_typed_text("X|Crime & Mystery Detective and crime novels", "X|Crime & Mystery -",
-    ...                 typed)
-    True
-    >>> with_typed_text("X|Mystery Crime & Mystery", "X|Crime & Mystery -", typed)
-    False
-    >>> with_typed_text("T|hello.txt - Lab", "T|untitled . txt - Lab", [("hello", "txt")])
-    True
-    >>> with_typed_text("T|hello.txt - Lab", "T|untitled . txt - Lab", [("hello", "txt")],
-    ...                 kept=frozenset({"untitled"}))
-    False
-    """
-    return _typed_in(_telling_line(line), _telling_line(template), typed, kept)
-
-
-def _telling_line(line: str) -> tuple[str, tuple[str, ...]]:
-    """A line's prefix and its telling tokens."""
-    prefix, body = split_line(line)
-    return prefix, _telling(body)
-
-
-def _typed_in(line: tuple[str, tuple[str, ...]], template: tuple[str, tuple[str, ...]],
-              typed: Sequence[tuple[str, ...]], kept: frozenset[str]) -> bool:
-    """:func:`with_typed_text` on lines split by :func:`_telling_line`."""
-    (prefix, mine), (wanted_prefix, wanted) = line, template
-    if prefix != wanted_prefix or not wanted:
-        return False
-    for text in typed:
-        for start in range(len(mine) - len(text) + 1):
-            if mine[start:start + len(text)] != text:
-                continue
-            before, after = mine[:start], mine[start + len(text):]
-            end = len(wanted) - len(after)
-            if end < len(before) or not _fits(before, wanted[:len(before)]) \
-                    or not _fits(after, wanted[end:]):
-                continue
-            replaced = wanted[len(before):end]
-            if len(replaced) <= len(text) and kept.isdisjoint(replaced):
-                return True
-    return False
-
-
-def _fits(tokens: Sequence[str], wanted: Sequence[str]) -> bool:
-    return all(w in (WILDCARD, t) for w, t in zip(wanted, tokens))
-
-
-def _typed_variants(missing: list[str], unexplained: Collection[str],
-                    typed: Sequence[tuple[str, ...]],
-                    kept: frozenset[str]) -> tuple[list[str], list[str]]:
-    """The salient templates still missing, and the lines still unexplained, once a line
-    showing a missing template with a typed text put in (:func:`with_typed_text`) counts
-    as showing it."""
-    rest, still = list(unexplained), []
-    # only a line holding every token of a typed text can have it put in (a substring
-    # test first: most lines hold none)
-    holding = [line for line in rest if any(all(t in line for t in text) for text in typed)]
-    split = {line: _telling_line(line) for line in holding}
-    for template in missing:
-        wanted = _telling_line(template)
-        found = next((line for line in holding
-                      if _typed_in(split[line], wanted, typed, kept)), None)
-        if found is None:
-            still.append(template)
-        else:
-            rest.remove(found)
-            holding.remove(found)
-    return still, rest
-
-
 def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
                 known_words: frozenset[str], strict: bool, only_same: bool,
                 typed: Sequence[tuple[str, ...]] = (), extras: Profile | None = None,
@@ -202,14 +115,15 @@ def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
     missing: list[str]
     unexplained: Collection[str]
     evidence: dict[str, Any]
-    if only_same and not typed:
-        if not profile.shows_every_salient(fp.lines):
-            return Decision("different", "structure")
+    if only_same and profile.shows_every_salient(fp.lines):  # no typed text needed
         missing, unexplained, evidence = [], profile.unexplained(fp.lines), {}
+    elif only_same and not typed:
+        return Decision("different", "structure")
     else:
         missing, extra = profile.compare(fp.lines)
         if typed and missing:
-            missing, extra = _typed_variants(missing, extra, typed, kept)
+            missing, extra = typed_variants(missing, extra, holding_typed(fp.lines, tuple(typed)),
+                                             typed, kept)
         evidence = {} if only_same else {"missing": missing[:8], "unexplained": extra[:8]}
         unexplained = extra
     if missing:

@@ -17,10 +17,10 @@ from trustlayer.compare.equivalence import (
     ends_like_success,
     judge,
     like_in_shape,
-    typed_tokens,
 )
 from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
+from trustlayer.compare.typed_text import typed_tokens
 from trustlayer.judge.cause import explain_failure
 from trustlayer.judge.deadlines import overdue
 from trustlayer.judge.effects import EffectWatch
