@@ -24,15 +24,7 @@ from trustlayer.judge.reasons import (
     quoted,
 )
 from trustlayer.model_effects import EffectSpine, Required
-from trustlayer.observe.conversation import (
-    Call,
-    View,
-    answer_call,
-    arg_view,
-    facts,
-    may_change,
-    said,
-)
+from trustlayer.observe.conversation import Call, CallWatch, View, facts, said
 from trustlayer.observe.traces import Event
 
 AGENT_ERROR, PRODUCT_BUG = "agent_error", "product_bug"
@@ -109,23 +101,22 @@ class EffectWatch:
 
     def feed(self, event: Event, spine: EffectSpine) -> Failure | None:
         """Take the run's next event; the failure it shows, if any."""
-        failure = None
-        if self.pending is not None:
-            answer = event.observation.text if event.observation is not None else None
-            failure = self._take(answer_call(self._call(self.pending), answer), spine)
-        action = event.action
-        if action is not None and may_change(action):
-            self.pending = [action.target or "", [list(p) for p in arg_view(action)], event.seq]
+        watch = CallWatch(self._call(self.pending))
+        done = watch.feed(event)
+        self.pending = self._data(watch.pending)
         if (text := said(event)) is not None and spine.told:
             self.told = sorted(set(self.told) | (facts(text) & set(spine.told)))
-        return failure
+        return self._take(done, spine) if done is not None else None
 
     @staticmethod
-    def _call(data: list[Any]) -> Call:
-        return Call(data[0], tuple((k, v) for k, v in data[1]), data[2])
+    def _call(data: list[Any] | None) -> Call | None:
+        return None if data is None else Call(data[0], tuple((k, v) for k, v in data[1]), data[2])
+
+    @staticmethod
+    def _data(call: Call | None) -> list[Any] | None:
+        return None if call is None else [call.tool, [list(p) for p in call.view], call.seq]
 
     def _take(self, call: Call, spine: EffectSpine) -> Failure | None:
-        self.pending = None
         if call.refused:
             self.refusals.append([call.tool, [list(p) for p in call.view], call.seq, call.answer])
             # retrying a change successful runs made is no error; trying another one is
@@ -141,7 +132,8 @@ class EffectWatch:
 
     def close(self, spine: EffectSpine, seq: int, self_report: str | None) -> Failure | None:
         """The run's failure now that it ended after event `seq`, if any."""
-        if self.pending is not None and (failure := self._take(self._call(self.pending), spine)):
+        pending, self.pending = self._call(self.pending), None
+        if pending is not None and (failure := self._take(pending, spine)):
             return failure
         for required in spine.required:
             if self._met(required):

@@ -125,19 +125,38 @@ def said(event: Event) -> str | None:
     return action.value if action is not None and action.type == "message" else None
 
 
+class CallWatch:
+    """The change of a conversation awaiting its answer, read one event at a time: the
+    call is complete, refused or not, with the event after it."""
+
+    def __init__(self, pending: Call | None = None):
+        self.pending = pending
+
+    def feed(self, event: Event) -> Call | None:
+        """Take the run's next event; the call it completes, if any."""
+        done = None
+        if self.pending is not None:
+            answer = event.observation.text if event.observation is not None else None
+            done, self.pending = answer_call(self.pending, answer), None
+        if event.action is not None and may_change(event.action):
+            self.pending = Call(event.action.target or "", arg_view(event.action), event.seq)
+        return done
+
+    def close(self) -> Call | None:
+        """The call still awaiting its answer when the run ended (it counts as made)."""
+        done, self.pending = self.pending, None
+        return done
+
+
 def effect_calls(events: Sequence[Event]) -> Iterator[Call]:
     """The calls of `events` that may change something, each with whether the tool
     refused it (read from the state after it; a call with no answer counts as made)."""
-    pending: Call | None = None
+    watch = CallWatch()
     for event in events:
-        if pending is not None:
-            answer = event.observation.text if event.observation is not None else None
-            yield answer_call(pending, answer)
-            pending = None
-        if event.action is not None and may_change(event.action):
-            pending = Call(event.action.target or "", arg_view(event.action), event.seq)
-    if pending is not None:
-        yield pending
+        if (call := watch.feed(event)) is not None:
+            yield call
+    if (call := watch.close()) is not None:
+        yield call
 
 
 def answer_call(call: Call, answer: str | None) -> Call:
