@@ -55,10 +55,17 @@ class MultiIndexHash:
         return found
 
 
+#: Observed states whose matches one model's index remembers.
+MAX_FOUND = 2048
+
+
 class StateIndex:
     """Finds the model states worth verifying for an observed state."""
 
     def __init__(self, model: Model):
+        #: the states found for an observed state already judged (its identity, and what
+        #: the run's agent typed and left over the screen): a fleet shows the same screens
+        self.found: dict[tuple[object, ...], list[str]] = {}
         self.near = MultiIndexHash(model.settings.phash_same)
         self.wide = MultiIndexHash(model.settings.phash_different)
         self.by_line: dict[str, set[str]] = {}
@@ -167,6 +174,15 @@ def _optional_lines(model: Model) -> tuple[list[str], list[bool]]:
 #: Each live model's index, by the model's id: kept here, not on the model (a model holds
 #: what was learned, no caches), and dropped when the model is.
 _INDEXES: dict[int, StateIndex] = {}
+
+
+def remembered(index: StateIndex, key: tuple[object, ...], found: list[str]) -> list[str]:
+    """`found`, remembered in `index` under `key` (at most :data:`MAX_FOUND` keys: the
+    oldest go first)."""
+    if len(index.found) >= MAX_FOUND:
+        del index.found[next(iter(index.found))]
+    index.found[key] = found
+    return found
 
 
 def index_of(model: Model) -> StateIndex:

@@ -18,7 +18,7 @@ from trustlayer.compare.equivalence import (
     judge,
     like_in_shape,
 )
-from trustlayer.compare.index import index_of
+from trustlayer.compare.index import StateIndex, index_of, remembered
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.compare.typed_text import typed_tokens
 from trustlayer.judge.cause import explain_failure
@@ -96,8 +96,19 @@ class Matcher:
 
     def _matches(self, fingerprint: Fingerprint,
                  overlay: frozenset[str] = frozenset()) -> list[str]:
-        found = []
-        index = index_of(self.model)  # a line the agent's typed text changed is no exact hit
+        index = index_of(self.model)
+        if self._llm_for_run() is not None:  # its answers are counted per run: asked anew
+            return self._verified(index, fingerprint, overlay)
+        # (with typed text, the milestone to reach is a candidate too: see _verified)
+        key = (fingerprint.identity, self.typed, overlay, self.typed and self.position)
+        found = index.found.get(key)
+        return list(found) if found is not None else \
+            list(remembered(index, key, self._verified(index, fingerprint, overlay)))
+
+    def _verified(self, index: StateIndex, fingerprint: Fingerprint,
+                  overlay: frozenset[str]) -> list[str]:
+        """The model states `fingerprint` is, each verified by the equivalence tiers."""
+        found = []  # a line the agent's typed text changed is no exact hit
         plausible = index.plausible(fingerprint)
         if not plausible and self.typed:
             plausible = index.candidates(fingerprint)

@@ -77,6 +77,13 @@ class Fingerprint:
             object.__setattr__(self, "content", content_lines(self.lines))
 
     @property
+    def identity(self) -> tuple[object, ...]:
+        """What the equivalence tiers read of this state, without decoding its screenshot:
+        two fingerprints with one identity are judged alike against any model state."""
+        return (self.lines, self.context, self.image_sha, self.__dict__["phash"],
+                self.__dict__["thumbnail"])  # (a screenshot's bytes: its image_sha)
+
+    @property
     def has_structure(self) -> bool:
         """True when the state carries text, an accessibility tree or files."""
         return bool(self.content)
