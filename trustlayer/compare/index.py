@@ -55,8 +55,9 @@ class MultiIndexHash:
         return found
 
 
-#: Observed states whose matches one model's index remembers.
-MAX_FOUND = 2048
+#: Observed states whose matches one model's index remembers, and the most lines of one
+#: state it keeps (memory: a worker holds many models; a long tool output rarely repeats).
+MAX_FOUND, MAX_FOUND_LINES = 1024, 500
 
 
 class StateIndex:
@@ -176,9 +177,12 @@ def _optional_lines(model: Model) -> tuple[list[str], list[bool]]:
 _INDEXES: dict[int, StateIndex] = {}
 
 
-def remembered(index: StateIndex, key: tuple[object, ...], found: list[str]) -> list[str]:
-    """`found`, remembered in `index` under `key` (at most :data:`MAX_FOUND` keys: the
-    oldest go first)."""
+def remembered(index: StateIndex, key: tuple[object, ...], found: list[str],
+               lines: int) -> list[str]:
+    """`found`, the states of an observed state of `lines` lines, remembered in `index`
+    under `key` (at most :data:`MAX_FOUND` keys: the oldest go first)."""
+    if lines > MAX_FOUND_LINES:
+        return found
     if len(index.found) >= MAX_FOUND:
         del index.found[next(iter(index.found))]
     index.found[key] = found

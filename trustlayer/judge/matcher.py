@@ -102,8 +102,10 @@ class Matcher:
         # (with typed text, the milestone to reach is a candidate too: see _verified)
         key = (fingerprint.identity, self.typed, overlay, self.typed and self.position)
         found = index.found.get(key)
-        return list(found) if found is not None else \
-            list(remembered(index, key, self._verified(index, fingerprint, overlay)))
+        if found is None:
+            found = remembered(index, key, self._verified(index, fingerprint, overlay),
+                               len(fingerprint.lines))
+        return list(found)
 
     def _verified(self, index: StateIndex, fingerprint: Fingerprint,
                   overlay: frozenset[str]) -> list[str]:
