@@ -13,12 +13,10 @@ import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
-import numpy as np
+import networkx as nx
 
 from trustlayer.compare.equivalence import decide, judge
 from trustlayer.compare.index import index_of
-from trustlayer.compare.visual import learn_volatile_mask
-from trustlayer.learn.align import group_states
 from trustlayer.learn.dominators import (
     START,
     SUCCESS,
@@ -34,24 +32,13 @@ from trustlayer.learn.evidence import (
     accepting_states,
     before_the_work,
     end_evidence,
-    habit_lines,
     milestone_kinds,
     required_outputs,
-    touch_templates,
     untouched_facts,
 )
 from trustlayer.learn.failure_signs import failure_signs
+from trustlayer.learn.merge import Members, build_state, merged_states
 from trustlayer.learn.naming import name_states
-from trustlayer.learn.profiles import (
-    borrow_variation,
-    chrome_lines,
-    chrome_variants,
-    frame_lines,
-    layout_lines,
-    learn_profile,
-    learned_tolerance,
-    varied_words,
-)
 from trustlayer.model import Model, ModelState
 from trustlayer.model_effects import EffectSpine
 from trustlayer.observe.edits import required_removals
@@ -67,35 +54,6 @@ Progress = Callable[[Iterable], Iterable]
 
 class LearnError(ValueError):
     """Runs from which no model can be learned."""
-
-
-def _build_state(state_id: str, members: Sequence[tuple[str, Step]], size: int,
-                 optional: Sequence[frozenset[str]] | None = None) -> ModelState:
-    fps = [step.fingerprint for _, step in members]
-    structural = any(fp.has_structure for fp in fps)
-    thumbs = [fp.thumbnail for fp in fps if fp.thumbnail is not None]
-    arrays = [np.frombuffer(t, np.uint8).reshape(size, size) / 255.0 for t in thumbs]
-    mask = learn_volatile_mask(arrays)
-    lines = [fp.lines for fp in fps] if structural else []
-    profile = learn_profile(lines, optional)
-    if optional:
-        profile = profile.with_optional(touch_templates(frozenset().union(*optional)))
-    return ModelState(
-        id=state_id, name="", profile=profile, structural=structural,
-        image_shas=sorted({fp.image_sha for fp in fps if fp.image_sha}),
-        phashes=sorted({fp.phash for fp in fps if fp.phash is not None}),
-        thumbnails=thumbs[:MAX_EXEMPLARS],
-        volatile_mask=None if mask is None else np.packbits(mask).tobytes(),
-        members=[[run_id, step.seq] for run_id, step in members],
-        tolerance=learned_tolerance(lines))
-
-
-def _not_evidence(steps: Sequence[Step], index: int, last_lines: frozenset[str]) -> frozenset[str]:
-    """Lines of a run's step `index` that no template is made salient by: its habit lines
-    and the facts of files the run had left alone."""
-    step = steps[index]
-    return habit_lines(step, steps[index - 1] if index else None, last_lines) \
-        | untouched_facts(step.fingerprint.lines)
 
 
 def _interruptions(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> list[str]:
@@ -206,10 +164,78 @@ def _negatives(model: Model, failed: Sequence[Run], causes: dict[str, str | None
     for run_id, step in unmatched:
         if any(decide(step.fingerprint, n, settings).same for n in negatives):
             continue
-        state = _build_state(f"n{len(negatives)}", [(run_id, step)], settings.thumbnail_size)
+        state = build_state(f"n{len(negatives)}", [(run_id, step)], settings.thumbnail_size)
         state.negative_cause = causes.get(run_id)
         negatives.append(state)
     return negatives
+
+
+def _checked(runs: Sequence[Run]) -> tuple[str, list[Run], list[Run]]:
+    """The task of `runs`, its successful runs and its failed ones, by run id; raises
+    :class:`LearnError` when no model can be learned from them."""
+    if not runs:
+        raise LearnError("no runs to learn from")
+    tasks = sorted({run.task for run in runs})
+    if len(tasks) > 1:
+        raise LearnError(f"runs of several tasks given ({', '.join(tasks)}); learn one task "
+                         "at a time")
+    ordered = sorted(runs, key=lambda r: r.run_id)
+    successes = [r for r in ordered if r.outcome != "failure"]
+    if not successes:
+        raise LearnError("no successful run: a model is learned from successful runs")
+    if len(successes) == 1:
+        log.warning("one successful run only: every state of it is taken as essential")
+    return tasks[0], successes, [r for r in ordered if r.outcome == "failure"]
+
+
+def _steps(successes: Sequence[Run], settings: Settings, progress: Progress
+           ) -> dict[str, list[Step]]:
+    """The steps of each successful run that has states, by run id."""
+    steps = {run.run_id: run_steps(run, settings) for run in progress(successes)}
+    steps = {rid: s for rid, s in steps.items() if s}
+    if not steps:
+        raise LearnError("the successful runs have no state events")
+    return steps
+
+
+def _essential(graph: nx.DiGraph) -> list[str]:
+    """The essential chain: the dominators of SUCCESS (a state every run visits twice is
+    one milestone, met at its first visit)."""
+    return list(dict.fromkeys(str(node).split(VISIT_MARK)[0] for node in essential_chain(graph)))
+
+
+def _name(states: dict[str, ModelState], paths: dict[str, list[tuple[str, Step]]],
+          members: Members) -> None:
+    """Name the model's states from their members' labels, titles and the calls that led
+    to them (:func:`~trustlayer.learn.naming.name_states`)."""
+    labels: defaultdict[str, list[str]] = defaultdict(list)
+    titles: defaultdict[str, list[str]] = defaultdict(list)
+    commands: defaultdict[str, list[str]] = defaultdict(list)
+    for path in paths.values():
+        for sid, step in path:
+            if step.fingerprint.label:
+                labels[sid].append(step.fingerprint.label)
+            if step.fingerprint.title:
+                titles[sid].append(step.fingerprint.title)
+            commands[sid] += action_signatures(step)
+    name_states(list(states.values()), labels, titles, dict(members), commands)
+
+
+def _ends(states: dict[str, ModelState], paths: dict[str, list[tuple[str, Step]]],
+          accepting: list[str], frame: frozenset[str],
+          settings: Settings) -> tuple[ModelState, dict[str, list[str]]]:
+    """All successful runs' last states as one state (``model.ending``), and per state where
+    runs ended what every run ending there showed of its finished work."""
+    ending = build_state("end", [(rid, path[-1][1]) for rid, path in sorted(paths.items())],
+                         settings.thumbnail_size,
+                         [untouched_facts(path[-1][1].fingerprint.lines) | frame
+                          for _, path in sorted(paths.items())])
+    ends_of = {sid: [(path[-1][1].fingerprint.lines,
+                      frozenset().union(*(step.fingerprint.lines
+                                          for step in before_the_work(path))))
+                     for path in paths.values() if path[-1][0] == sid] for sid in accepting}
+    return ending, {sid: found for sid, ends in ends_of.items()
+                    if (found := end_evidence(states[sid].profile, ends))}
 
 
 def learn(runs: Sequence[Run], settings: Settings | None = None,
@@ -234,94 +260,25 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
     """
     settings = settings or Settings()
     progress = progress or (lambda items: items)
-    if not runs:
-        raise LearnError("no runs to learn from")
-    tasks = sorted({run.task for run in runs})
-    if len(tasks) > 1:
-        raise LearnError(f"runs of several tasks given ({', '.join(tasks)}); learn one task "
-                         "at a time")
-    ordered = sorted(runs, key=lambda r: r.run_id)
-    successes = [r for r in ordered if r.outcome != "failure"]
-    failed = [r for r in ordered if r.outcome == "failure"]
-    if not successes:
-        raise LearnError("no successful run: a model is learned from successful runs")
-    if len(successes) == 1:
-        log.warning("one successful run only: every state of it is taken as essential")
-    steps = {run.run_id: run_steps(run, settings) for run in progress(successes)}
-    steps = {rid: s for rid, s in steps.items() if s}
-    if not steps:
-        raise LearnError("the successful runs have no state events")
+    task, successes, failed = _checked(runs)
+    steps = _steps(successes, settings, progress)
     run_ids = sorted(steps)
-    groups = group_states([[st.fingerprint for st in steps[rid]] for rid in run_ids], settings)
-    groups.sort(key=lambda g: (statistics.mean(i / len(steps[run_ids[r]]) for r, i in g), g[0]))
-    last_lines = [steps[rid][-1].fingerprint.content for rid in run_ids]
-    shown = [[step.fingerprint.content for step in steps[rid]] for rid in run_ids]
-    early = [frozenset().union(*(step.fingerprint.content for step in
-                                 before_the_work([("", step) for step in steps[rid]])
-                                 or steps[rid][:1])) for rid in run_ids]
-    chrome = chrome_lines(shown)
-    frame = frame_lines(shown, early) | layout_lines(
-        [[step.fingerprint.content for step in run_steps(run, settings)] for run in background])
-    state_of: dict[tuple[int, int], str] = {}
-    states: dict[str, ModelState] = {}
-    for number, group in enumerate(groups):
-        sid = f"s{number}"
-        for key in group:
-            state_of[key] = sid
-        states[sid] = _build_state(sid, [(run_ids[r], steps[run_ids[r]][i]) for r, i in group],
-                                   settings.thumbnail_size,
-                                   [_not_evidence(steps[run_ids[r]], i, last_lines[r]) | frame
-                                    for r, i in group])
-        if chrome:  # the frame may show another value anywhere (a theme, a mode)
-            states[sid].profile = states[sid].profile.with_optional(chrome_variants(chrome))
-    member_lines: dict[str, Sequence[frozenset[str]]] = {
-        sid: [steps[run_ids[r]][i].fingerprint.lines for r, i in group]
-        for sid, group in zip(states, groups)}
-    varied = set().union(*(varied_words(state.profile, member_lines[sid])
-                           for sid, state in states.items()))
-    for sid, group in zip(states, groups):
-        if len({r for r, _ in group}) == 1:  # seen in one run: what varied elsewhere varies
-            states[sid].profile = borrow_variation(states[sid].profile, varied)
-    paths = {rid: [(state_of[(r, i)], st) for i, st in enumerate(steps[rid])]
-             for r, rid in enumerate(run_ids)}
+    states, paths, members, frame = merged_states(steps, settings, background)
     graph = merged_graph([unroll_visits([sid for sid, _ in path]) for path in paths.values()])
-    # a state every run visits twice is one milestone, met at its first visit
-    essential = list(dict.fromkeys(str(node).split(VISIT_MARK)[0]
-                                   for node in essential_chain(graph)))
-    idom = immediate_dominators(graph)
-    labels: defaultdict[str, list[str]] = defaultdict(list)
-    titles: defaultdict[str, list[str]] = defaultdict(list)
-    commands: defaultdict[str, list[str]] = defaultdict(list)
-    for path in paths.values():
-        for sid, step in path:
-            if step.fingerprint.label:
-                labels[sid].append(step.fingerprint.label)
-            if step.fingerprint.title:
-                titles[sid].append(step.fingerprint.title)
-            commands[sid] += action_signatures(step)
-    name_states(list(states.values()), labels, titles, member_lines, commands)
+    essential = _essential(graph)
+    _name(states, paths, members)
     accepting = accepting_states(paths)
-    ending = _build_state("end", [(rid, steps[rid][-1]) for rid in run_ids],
-                          settings.thumbnail_size,
-                          [untouched_facts(steps[rid][-1].fingerprint.lines) | frame
-                           for rid in run_ids])
-    ends_of = {sid: [(steps[rid][-1].fingerprint.lines,
-                      frozenset().union(*(step.fingerprint.lines
-                                          for step in before_the_work(path))))
-                     for rid, path in paths.items() if path[-1][0] == sid] for sid in accepting}
-    evidence_of_ends = {sid: found for sid, ends in ends_of.items()
-                        if (found := end_evidence(states[sid].profile, ends))}
+    ending, evidence_of_ends = _ends(states, paths, accepting, frame, settings)
     interruptions = _interruptions(essential, paths)
     incidental, transient = ([sid for sid in kind if sid not in interruptions]
                              for kind in milestone_kinds(essential, accepting, paths))
     # a milestone that is a tool's report is the task's own output, no habit: doubts about
     # milestones come from leave-one-out (`learn` names those the left-out runs miss)
-    warnings = []
-    if len(run_ids) < 3:
-        warnings.append(f"learned from {len(run_ids)} successful run(s): add more varied "
-                        "successful runs, so that what varies can be told from what must match")
+    warnings = [] if len(run_ids) >= 3 else [
+        f"learned from {len(run_ids)} successful run(s): add more varied successful runs, so "
+        "that what varies can be told from what must match"]
     learned_from = [run for run in successes if run.run_id in steps]
-    model = Model(task=tasks[0], version=version, states=states, edges=_edges(paths),
+    model = Model(task=task, version=version, states=states, edges=_edges(paths),
                   essential=essential, negative=[],
                   soft=[sid for sid in essential if sid in interruptions or sid in incidental],
                   accepting=accepting, ending=ending, incidental=incidental,
@@ -329,7 +286,7 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                   warnings=warnings,
                   required_outputs=required_outputs(learned_from),
                   required_removals=required_removals(learned_from),
-                  nearest_milestone=_nearest_essential(idom, essential),
+                  nearest_milestone=_nearest_essential(immediate_dominators(graph), essential),
                   timing=_timing(essential, paths),
                   segment_actions=_segment_actions(essential, paths),
                   convergence=convergence_points(graph),
@@ -340,11 +297,17 @@ def learn(runs: Sequence[Run], settings: Settings | None = None,
                                                  for rid, path in paths.items()]))
     if (spine := learn_effects(learned_from)) is not None:
         model = as_conversation(model, spine)
-    negatives = _negatives(model, failed, causes or {}, settings)
+    return with_negatives(model, _named_negatives(model, failed, causes or {}, settings))
+
+
+def _named_negatives(model: Model, failed: Sequence[Run], causes: dict[str, str | None],
+                     settings: Settings) -> list[ModelState]:
+    """The negative milestones of `failed` runs (:func:`_negatives`), named."""
+    negatives = _negatives(model, failed, causes, settings)
     name_states(negatives, {}, {}, {})
     for negative in negatives:
         negative.name = f"{negative.name} (seen in failed runs)"
-    return with_negatives(model, negatives)
+    return negatives
 
 
 def with_negatives(model: Model, negatives: Sequence[ModelState]) -> Model:
