@@ -21,6 +21,14 @@ from stream.models.signing import STATE_ENV  # noqa: E402
 os.environ.setdefault(STATE_ENV, tempfile.mkdtemp(prefix="trustlayer-state-"))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that needs the real broker (the `kafka` fixture, directly or through
+    another) is marked `kafka`: ``pytest -m "not kafka"`` runs the rest in minutes."""
+    for item in items:
+        if "kafka" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.kafka)
+
+
 @pytest.fixture(scope="session")
 def kafka():
     """A running EmbeddedKafka shared by the session; fails (no skip) without the jars."""
