@@ -1,6 +1,7 @@
 """The private parts of faust-streaming and aiokafka the worker relies on
 (:mod:`stream.worker.transport` subclasses Faust's consumer and sets attributes of aiokafka's
-fetcher), checked before the worker starts: a release that renamed one would otherwise break
+fetcher; :mod:`stream.worker.watchdog` reads the consumer's partitions and poll times),
+checked before the worker starts: a release that renamed one would otherwise break
 the worker silently. ``pyproject.toml`` pins both to the minor versions tested here."""
 from __future__ import annotations
 
@@ -17,8 +18,13 @@ PATCHED = (
      ("_create_worker_consumer", "_ensure_consumer", "_serve", "_gather_remaining_tasks",
       "_thread_started", "_thread_running", "call_thread", "seek_to_committed")),
     ("faust.transport.drivers.aiokafka", "Consumer",
-     ("_new_consumer_thread", "_read_offset", "_add_gap", "track_message", "getmany")),
-    ("aiokafka", "AIOKafkaConsumer", ("_fetch_max_wait_ms", "_fetcher", "seek_to_committed")),
+     ("_new_consumer_thread", "_read_offset", "_add_gap", "track_message", "getmany",
+      # read by the watchdog (stream.worker.watchdog)
+      "_thread", "_get_active_partitions", "_paused_partitions", "_buffered_partitions")),
+    ("faust.transport.drivers.aiokafka", "AIOKafkaConsumerThread", ("_consumer",)),
+    ("aiokafka", "AIOKafkaConsumer", ("_fetch_max_wait_ms", "_fetcher", "seek_to_committed",
+                                      "_coordinator", "last_poll_timestamp")),
+    ("aiokafka.consumer.group_coordinator", "GroupCoordinator", ("_group_subscription",)),
     ("aiokafka.consumer.fetcher", "Fetcher",
      ("_proc_fetch_request", "_prefetch_backoff", "_fetcher_timeout", "_fetch_min_bytes",
       "_fetch_max_wait_ms")),
@@ -26,9 +32,10 @@ PATCHED = (
 
 
 def has_attribute(cls: type, name: str) -> bool:
-    """Whether instances of `cls` have `name`: a class attribute, or one that an
-    ``__init__`` of its classes assigns (``self.name = ...``)."""
-    if hasattr(cls, name):
+    """Whether instances of `cls` have `name`: a class attribute, one its classes declare
+    (an annotation), or one that an ``__init__`` of its classes assigns (``self.name = ...``)."""
+    if hasattr(cls, name) or any(name in vars(klass).get("__annotations__", {})
+                                 for klass in cls.__mro__):
         return True
     inits = (vars(klass).get("__init__") for klass in cls.__mro__)
     return any(name in init.__code__.co_names for init in inits if hasattr(init, "__code__"))

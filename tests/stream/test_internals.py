@@ -1,5 +1,7 @@
 """The worker refuses to start on a faust-streaming or aiokafka it was not tested with: the
 private names it patches are checked first, and what is wrong is said in one line."""
+import re
+
 from devsets import REPO
 
 from stream.worker import internals
@@ -45,3 +47,17 @@ def test_the_pins_are_the_tested_minor_versions():
     for package, minor in internals.TESTED.items():
         low, high = minor.split(".")
         assert f'"{package}>={minor}' in pyproject and f'<{low}.{int(high) + 1}"' in pyproject
+
+
+def test_every_private_name_the_watchdog_reads_is_checked_at_start():
+    source = (REPO / "stream" / "worker" / "watchdog.py").read_text(encoding="utf-8")
+    read = set(re.findall(r"(?<!self)(?<!os)\.(_[a-z]\w*)", source))
+    checked = {name for _, _, names in internals.PATCHED for name in names}
+    assert read and read <= checked, read - checked
+
+
+def test_attributes_a_class_declares_count():
+    class Declared:
+        _declared: set[int]
+
+    assert internals.has_attribute(Declared, "_declared")
