@@ -157,7 +157,9 @@ def synthetic_model(size: int, rng: random.Random) -> Model:
     for n in range(size):
         states[f"s{n}"] = ModelState(f"s{n}", f"S{n}", Profile([f"X|screen {n}"], [True]), True,
                                      phashes=[rng.getrandbits(64)])
-    return Model("bench", 1, states, [], [], [], [], {}, {}, [], Settings())
+    return Model(task="bench", version=1, states=states, edges=[], essential=[], soft=[],
+                 negative=[], nearest_milestone={}, timing={}, training_runs=[],
+                 settings=Settings())
 
 
 def bench_lookup() -> None:

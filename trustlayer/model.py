@@ -104,7 +104,7 @@ class ModelState:
                    data.get("tolerance", 0.0))
 
 
-@dataclass
+@dataclass(frozen=True, eq=False, kw_only=True)  # learned once: a change is a new model
 class Model:
     """A learned task model. Settings in ``settings``; learned state in the rest.
 
@@ -222,22 +222,28 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
         check_model(data, fields(cls))
         try:
             states = [ModelState.from_json(s) for s in data["states"]]
-            return cls(data["task"], data["version"], {s.id: s for s in states}, data["edges"],
-                       data["essential"], data["soft"], data["negative"], data["nearest_milestone"],
-                       data["timing"], data["training_runs"], Settings.from_json(data["settings"]),
-                       data["segment_actions"], data["convergence"], data.get("history", []),
-                       data["accepting"],
-                       None if data["ending"] is None else ModelState.from_json(data["ending"]),
-                       data["incidental"], data.get("transient", []), data["required_outputs"],
-                       data.get("required_removals", {}), data["warnings"],
-                       data.get("files_change_alone", False), data.get("end_evidence", {}),
-                       data.get("gone_lines", {}), data.get("checks", []),
-                       data.get("check_files", []), data.get("overcome", {}),
-                       data.get("added_only", []), data.get("required_words", {}),
-                       data.get("statuses", []), data.get("end_texts", []),
-                       data.get("some_checks", []), data.get("changed_files", []),
-                       None if data.get("effects") is None
-                       else EffectSpine.from_json(data["effects"]))
+            return cls(
+                task=data["task"], version=data["version"], states={s.id: s for s in states},
+                edges=data["edges"], essential=data["essential"], soft=data["soft"],
+                negative=data["negative"], nearest_milestone=data["nearest_milestone"],
+                timing=data["timing"], training_runs=data["training_runs"],
+                settings=Settings.from_json(data["settings"]),
+                segment_actions=data["segment_actions"], convergence=data["convergence"],
+                history=data.get("history", []), accepting=data["accepting"],
+                ending=None if data["ending"] is None else ModelState.from_json(data["ending"]),
+                incidental=data["incidental"], transient=data.get("transient", []),
+                required_outputs=data["required_outputs"],
+                required_removals=data.get("required_removals", {}), warnings=data["warnings"],
+                files_change_alone=data.get("files_change_alone", False),
+                end_evidence=data.get("end_evidence", {}), gone_lines=data.get("gone_lines", {}),
+                checks=data.get("checks", []), check_files=data.get("check_files", []),
+                overcome=data.get("overcome", {}), added_only=data.get("added_only", []),
+                required_words=data.get("required_words", {}),
+                statuses=data.get("statuses", []), end_texts=data.get("end_texts", []),
+                some_checks=data.get("some_checks", []),
+                changed_files=data.get("changed_files", []),
+                effects=None if data.get("effects") is None
+                else EffectSpine.from_json(data["effects"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model file is damaged: {exc!r}") from None
 

@@ -1,6 +1,7 @@
 """Evidence of the goal learned from successful runs: habits skipped with a warning,
 lasting milestones required, required outputs, the run's end, and files left alone."""
 import copy
+import dataclasses
 
 from devsets import SHARED
 from tracegen import as_run, events_for, tool_run
@@ -220,7 +221,7 @@ def test_an_end_shows_what_every_run_ending_there_showed_of_its_work():
     [end] = model.accepting
     # the end state's members lacked the receipt (say, some were from before the save)
     model.states[end].profile = model.states[end].profile.with_optional(["X|receipt 7"])
-    model.end_evidence = {end: ["X|receipt 7"]}
+    model = dataclasses.replace(model, end_evidence={end: ["X|receipt 7"]})
     with_receipt = run("receipt", [HOME, PROBE, TYPED, f"{SAVED}\nreceipt 7"], "8")
     assert judge_run(model, with_receipt).verdict == "pass"
     assert judge_run(model, run("no receipt", [HOME, PROBE, TYPED, SAVED], "8")).verdict == "fail"

@@ -2,7 +2,7 @@
 time when the worker could not see a run's events (the broker away, a worker just started)."""
 from __future__ import annotations
 
-import copy
+import dataclasses
 
 from streamkit import as_records, batch_verdicts, example_events, finals, model
 
@@ -17,11 +17,9 @@ from trustlayer.observe.traces import parse_event
 
 def with_timing(max_seconds: float, observations: int):
     """model() with every learned duration `max_seconds` long, seen `observations` times."""
-    changed = copy.copy(model())
-    changed.timing = {kind: {sid: {"min": 0.0, "median": max_seconds, "max": max_seconds,
-                                   "n": observations} for sid in per_state}
-                      for kind, per_state in model().timing.items()}
-    return changed
+    return dataclasses.replace(model(), timing={
+        kind: {sid: {"min": 0.0, "median": max_seconds, "max": max_seconds, "n": observations}
+               for sid in per_state} for kind, per_state in model().timing.items()})
 
 
 def processor(chosen) -> StreamProcessor:

@@ -135,7 +135,9 @@ def phase_gaps(model: Model, position: int) -> range:
 
     >>> from trustlayer.model import Model
     >>> from trustlayer.settings import Settings
-    >>> model = Model("t", 1, {}, [], ["a", "b", "c"], ["b"], [], {}, {}, [], Settings())
+    >>> model = Model(task="t", version=1, states={}, edges=[], essential=["a", "b", "c"],
+    ...               soft=["b"], negative=[], nearest_milestone={}, timing={},
+    ...               training_runs=[], settings=Settings())
     >>> list(phase_gaps(model, 1)), list(phase_gaps(model, 2)), list(phase_gaps(model, 3))
     ([1, 2], [1, 2], [3])
     """
