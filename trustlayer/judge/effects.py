@@ -147,13 +147,13 @@ class EffectWatch:
                         f"every successful run made the change {required.name}; the tool "
                         f"refused it here: {refusal[3]}")
             return (AGENT_ERROR, Reason(MISSING_EFFECT, quoted(required.name, 4),
-                                        "the run never made that change", seq),
+                                        "the run ended without it", seq),
                     f"every successful run made the change {required.name} "
                     f"({_args(required.args)}); this run never did")
         for fact in spine.told:
             if fact not in self.told:
                 return (AGENT_ERROR, Reason(UNTOLD_FACT, f"the agent to tell the person '{fact}'",
-                                            "its messages never said it", seq),
+                                            "the run ended without saying it", seq),
                         f"every successful run told the person '{fact}', which it had worked "
                         "out; this run never did")
         if self_report == "failure":
