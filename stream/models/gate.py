@@ -1,0 +1,100 @@
+"""What merging successful runs would change in what a task's model accepts.
+
+Online refinement (:mod:`stream.models.refine`) lets no one runner change what the model
+passes. Milestones are one part of that; the others are judged here:
+
+* per run (:func:`slower`): a run that took longer to reach a milestone or to leave a state
+  than the current model's deadline for it (the stream would have failed it), so that
+  learning from it would lengthen that deadline and the end-of-run silence;
+* per new version (:func:`gated_changes`): every deadline (to reach each milestone, to leave
+  each state), the end-of-run silence, the end evidence, the negative milestones and the
+  required words of the version learned, against the version in use. The timing profiles
+  count through what they decide: a statistic that moves no deadline changes nothing.
+
+The learned times themselves are robust (:func:`trustlayer.learn.learner.time_bound`), so
+even the K runners a change needs cannot stretch a deadline beyond ten times the median
+run, nor beyond a day.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from trustlayer.judge.deadlines import deadline, learned_silence
+from trustlayer.judge.matcher import judged
+from trustlayer.model import Model
+from trustlayer.observe.traces import Run
+
+
+def _durations(model: Model, run: Run) -> Iterator[tuple[str, str, float]]:
+    """(``reach`` or ``leave``, state id, seconds) for each milestone `run` reached and each
+    known state it left, as `model`'s matcher saw them."""
+    matcher = judged(model, run)
+    history, start = matcher.history, matcher.start_ts
+    if not history or start is None:
+        return
+    reached: set[str] = set()
+    for row in history:
+        for sid in row.ids:
+            if sid in model.essential and sid not in reached:
+                reached.add(sid)
+                yield "reach", sid, row.ts - start
+    for row, following in zip(history, history[1:]):
+        if row.ids:
+            yield "leave", row.ids[0], following.ts - row.ts
+
+
+def slower(model: Model, run: Run) -> list[str]:
+    """Each deadline of `model` that `run` missed: the stream would have failed it, so
+    learning from it would lengthen that deadline (the names carry no number, so that the
+    runners showing the same change can be counted)."""
+    factor, found = model.settings.deadline_factor, []
+    for kind, sid, seconds in _durations(model, run):
+        limit = deadline(model.timing["time_to_reach" if kind == "reach" else "dwell"].get(sid),
+                         factor)
+        change = f"misses the deadline to {kind} '{model.name(sid)}'"
+        if limit is not None and seconds > limit and change not in found:
+            found.append(change)
+    return found
+
+
+def _deadlines(model: Model) -> dict[str, float | None]:
+    factor = model.settings.deadline_factor
+    found: dict[str, float | None] = {}
+    for kind, key in (("reach", "time_to_reach"), ("leave", "dwell")):
+        for sid, stats in model.timing.get(key, {}).items():
+            if sid in model.states:
+                name = f"deadline to {kind} '{model.name(sid)}'"
+                limit = deadline(stats, factor)
+                # two states of one name: the longer deadline is the one a run may use
+                found[name] = max((x for x in (found.get(name), limit) if x is not None),
+                                  default=None)
+    return found
+
+
+def _seconds(value: float | None) -> str:
+    return "none" if value is None else f"{value:.0f} s"
+
+
+def gated_changes(old: Model, new: Model) -> list[str]:
+    """What `new` changes against `old` beyond its milestones (see the module doc), one
+    line each, e.g. ``deadline to reach 'Saved': 63 s -> 540 s``."""
+    found = []
+    before, after = _deadlines(old), _deadlines(new)
+    for name in sorted(before.keys() | after.keys()):
+        if before.get(name) != after.get(name):
+            found.append(f"{name}: {_seconds(before.get(name))} -> "
+                         f"{_seconds(after.get(name))}")
+    if learned_silence(old) != learned_silence(new):
+        found.append(f"end-of-run silence: {_seconds(learned_silence(old))} -> "
+                     f"{_seconds(learned_silence(new))}")
+
+    def named(model: Model) -> dict[str, Any]:
+        return {"end evidence": {model.name(s): sorted(v) for s, v in model.end_evidence.items()
+                                 if s in model.states},
+                "negative milestones": sorted(model.name(s) for s in model.negative),
+                "required words": {path: sorted(words)
+                                   for path, words in model.required_words.items()}}
+    was, now = named(old), named(new)
+    found += [part for part in was if was[part] != now[part]]
+    return found
