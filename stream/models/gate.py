@@ -9,7 +9,8 @@ passes. Milestones are one part of that; the others are judged here:
 * per new version (:func:`gated_changes`): every deadline (to reach each milestone, to leave
   each state), the end-of-run silence, the end evidence, the negative milestones and the
   required words of the version learned, against the version in use. The timing profiles
-  count through what they decide: a statistic that moves no deadline changes nothing.
+  count through what they decide: a statistic that moves no deadline changes nothing (a
+  milestone dropped is the milestones' gate).
 
 The learned times themselves are robust (:func:`trustlayer.learn.learner.time_bound`), so
 even the K runners a change needs cannot stretch a deadline beyond ten times the median
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from stream.models.registry import milestone_twins
 from trustlayer.judge.deadlines import deadline, learned_silence
 from trustlayer.judge.matcher import judged
 from trustlayer.model import Model
@@ -58,18 +60,23 @@ def slower(model: Model, run: Run) -> list[str]:
     return found
 
 
-def _deadlines(model: Model) -> dict[str, float | None]:
-    factor = model.settings.deadline_factor
-    found: dict[str, float | None] = {}
-    for kind, key in (("reach", "time_to_reach"), ("leave", "dwell")):
-        for sid, stats in model.timing.get(key, {}).items():
-            if sid in model.states:
-                name = f"deadline to {kind} '{model.name(sid)}'"
-                limit = deadline(stats, factor)
-                # two states of one name: the longer deadline is the one a run may use
-                found[name] = max((x for x in (found.get(name), limit) if x is not None),
-                                  default=None)
-    return found
+def _deadlines(old: Model, new: Model) -> Iterator[tuple[str, float | None, float | None]]:
+    """(what, before, after) for each deadline the two versions set: to reach each milestone
+    (matched by the observations it holds, :func:`milestone_twins`) and the longest any
+    state may last (states are regrouped and renamed by learning, their longest stay is not)."""
+    def limit(model: Model, kind: str, sid: str | None) -> float | None:
+        stats = model.timing[kind].get(sid) if sid is not None else None
+        return deadline(stats, model.settings.deadline_factor)
+
+    twins = milestone_twins(old, new)
+    for sid in old.essential:
+        yield (f"deadline to reach '{old.name(sid)}'", limit(old, "time_to_reach", sid),
+               limit(new, "time_to_reach", twins.get(sid)))
+
+    def longest(model: Model) -> float | None:
+        return max((x for sid in model.timing["dwell"] if (x := limit(model, "dwell", sid))),
+                   default=None)
+    yield "longest deadline to leave a state", longest(old), longest(new)
 
 
 def _seconds(value: float | None) -> str:
@@ -79,12 +86,8 @@ def _seconds(value: float | None) -> str:
 def gated_changes(old: Model, new: Model) -> list[str]:
     """What `new` changes against `old` beyond its milestones (see the module doc), one
     line each, e.g. ``deadline to reach 'Saved': 63 s -> 540 s``."""
-    found = []
-    before, after = _deadlines(old), _deadlines(new)
-    for name in sorted(before.keys() | after.keys()):
-        if before.get(name) != after.get(name):
-            found.append(f"{name}: {_seconds(before.get(name))} -> "
-                         f"{_seconds(after.get(name))}")
+    found = [f"{what}: {_seconds(before)} -> {_seconds(after)}"
+             for what, before, after in _deadlines(old, new) if before != after]
     if learned_silence(old) != learned_silence(new):
         found.append(f"end-of-run silence: {_seconds(learned_silence(old))} -> "
                      f"{_seconds(learned_silence(new))}")

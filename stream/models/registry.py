@@ -79,6 +79,18 @@ def _same_milestone(old: Model, old_id: str, new: Model, new_id: str) -> bool:
     return old.name(old_id) == new.name(new_id)
 
 
+def milestone_twins(old: Model, new: Model) -> dict[str, str]:
+    """Each milestone of `old` -> the same milestone in `new` (see :func:`_same_milestone`),
+    for those `new` kept."""
+    twins: dict[str, str] = {}
+    for old_id in old.essential:
+        twin = next((new_id for new_id in new.essential if new_id not in twins.values()
+                     and _same_milestone(old, old_id, new, new_id)), None)
+        if twin is not None:
+            twins[old_id] = twin
+    return twins
+
+
 def milestone_diff(old: Model | None, new: Model) -> dict[str, list[str]]:
     """Milestones (essential states) the new version added and dropped against the old.
 
@@ -87,17 +99,9 @@ def milestone_diff(old: Model | None, new: Model) -> dict[str, list[str]]:
     """
     if old is None:
         return {"added": [new.name(s) for s in new.essential], "dropped": []}
-    matched_new: set[str] = set()
-    dropped = []
-    for old_id in old.essential:
-        twin = next((new_id for new_id in new.essential if new_id not in matched_new
-                     and _same_milestone(old, old_id, new, new_id)), None)
-        if twin is None:
-            dropped.append(old.name(old_id))
-        else:
-            matched_new.add(twin)
-    added = [new.name(s) for s in new.essential if s not in matched_new]
-    return {"added": added, "dropped": dropped}
+    twins = milestone_twins(old, new)
+    return {"added": [new.name(s) for s in new.essential if s not in twins.values()],
+            "dropped": [old.name(s) for s in old.essential if s not in twins]}
 
 
 def change_entry(model: Model, parent: Model | None, action: str, **details: Any) -> dict:
