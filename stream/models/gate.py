@@ -12,9 +12,9 @@ passes. Milestones are one part of that; the others are judged here:
   count through what they decide: a statistic that moves no deadline changes nothing (a
   milestone dropped is the milestones' gate).
 
-The learned times themselves are robust (:func:`trustlayer.learn.learner.time_bound`), so
-even the K runners a change needs cannot stretch a deadline beyond ten times the median
-run, nor beyond a day.
+The learned times themselves are robust (:func:`trustlayer.learn.learner.time_bound`): even
+with the K runners a change needs, no learned time exceeds ten times the median run nor a
+day.
 """
 from __future__ import annotations
 
@@ -93,8 +93,8 @@ def gated_changes(old: Model, new: Model) -> list[str]:
                      f"{_seconds(learned_silence(new))}")
 
     def named(model: Model) -> dict[str, Any]:
-        return {"end evidence": {model.name(s): sorted(v) for s, v in model.end_evidence.items()
-                                 if s in model.states},
+        # the evidence of each way to end, whatever the state is named after relearning
+        return {"end evidence": sorted(sorted(lines) for lines in model.end_evidence.values()),
                 "negative milestones": sorted(model.name(s) for s in model.negative),
                 "required words": {path: sorted(words)
                                    for path, words in model.required_words.items()}}

@@ -100,12 +100,13 @@ def test_k_runners_stretching_their_timestamps_change_the_deadlines_only_in_shad
 
 def test_every_part_that_decides_a_verdict_is_gated():
     assert gated_changes(model(), model()) == []
-    stripped = replace(model(), end_evidence={}, required_words={"notes.txt": ["hello"]},
-                       negative=[])
-    found = gated_changes(model(), stripped)
-    assert "required words" in found
-    assert ("end evidence" in found) == bool(model().end_evidence)
-    assert ("negative milestones" in found) == bool(model().negative)
+    last = model().essential[-1]
+    guarded = replace(model(), end_evidence={last: ["X|saved"]}, negative=[last],
+                      required_words={"notes.txt": ["hello"]})
+    assert gated_changes(guarded, model()) == ["end evidence", "negative milestones",
+                                               "required words"]
+    renamed_state = replace(guarded, end_evidence={"another id": ["X|saved"]})
+    assert "end evidence" not in gated_changes(guarded, renamed_state)
     slow = replace(model(), timing={kind: {sid: {**stats, "bound": 1000.0}
                                            for sid, stats in per_state.items()}
                                     for kind, per_state in model().timing.items()})
