@@ -55,6 +55,7 @@ def worker_config(args: argparse.Namespace):
 def cmd_worker(args: argparse.Namespace) -> int:
     import logging
 
+    from stream.models.attest import runner_keys
     from stream.worker.internals import untested
     from stream.worker.supervise import child_stalls, supervise
 
@@ -64,6 +65,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if args.models and not Path(args.models).is_dir():
         print(f"trustlayer worker: --models {args.models}: no such directory", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if not args.no_refine:
+        runner_keys()  # unreadable keys, or keys shared by runners: one line, before starting
     stalls = child_stalls()
     if stalls is None:  # this process supervises; the worker runs in its child
         command = [sys.executable, "-m", "trustlayer.cli", *sys.argv[1:]]

@@ -17,8 +17,7 @@ from stream.judging.emitter import Emitter
 from stream.judging.records import Output, RunRecord
 from stream.judging.runbook import RunBook
 from stream.judging.settings import WorkerSettings
-from trustlayer.judge.deadlines import DEADLINE_FLOOR
-from trustlayer.model import Model
+from trustlayer.judge.deadlines import learned_silence
 
 
 class Silence:
@@ -103,13 +102,3 @@ def run_clock(rec: RunRecord, wall: float, since: float) -> float:
         return rec.last_ts + (wall - max(rec.last_pub, since))
     first = min(rec.held.values(), key=lambda h: h["pub"])
     return first["event"]["ts"] + (wall - max(first["pub"], since))
-
-
-def learned_silence(model: Model) -> float:
-    """How long a run of `model` may go without events before it counts as abandoned: the
-    model's ``deadline_factor`` times the longest any successful run took to reach a
-    milestone or stayed in a state (a gap between two events is shorter than either), at
-    least :data:`~trustlayer.judge.matcher.DEADLINE_FLOOR` seconds."""
-    longest = max((stats["max"] for durations in model.timing.values()
-                   for stats in durations.values()), default=0.0)
-    return max(DEADLINE_FLOOR, model.settings.deadline_factor * longest)

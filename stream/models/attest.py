@@ -11,7 +11,10 @@ carries no valid attestation. Only an attested success is learned from
 
 Keys (:func:`runner_keys`): ``$TRUSTLAYER_RUNNER_KEYS``, a JSON file ``{runner id: key}``,
 else the machine's own runner ``local`` with the key file ``runner.key`` in the state
-directory (made once, like the model key), which ``trustlayer replay`` signs with.
+directory (made once, like the model key), which ``trustlayer replay`` signs with. Runners
+count as independent witnesses of a change only through distinct secrets: whoever holds a
+key can sign as every runner id given that key, so keys shared by several runner ids are
+refused (:func:`shared_keys`), naming them, and the worker does not start.
 """
 from __future__ import annotations
 
@@ -97,6 +100,22 @@ def run_attested_by(raw_events: Iterable[dict], keys: dict[str, bytes]) -> str |
     return attested_by(events[-1], chain, keys)
 
 
+def shared_keys(keys: dict[str, bytes]) -> str | None:
+    """One line naming the runner ids that share a key (they would count as independent
+    runners while one secret signs for all), or None when every key is distinct.
+
+    >>> shared_keys({"r1": b"k", "r2": b"k", "r3": b"other"})
+    'runners r1, r2 share one key: each runner needs its own secret to count as independent'
+    """
+    holders: dict[bytes, list[str]] = {}
+    for runner, key in keys.items():
+        holders.setdefault(key, []).append(runner)
+    groups = ["runners " + ", ".join(sorted(group)) + " share one key"
+              for group in holders.values() if len(group) > 1]
+    return "; ".join(sorted(groups)) + ": each runner needs its own secret to count as " \
+        "independent" if groups else None
+
+
 def local_signer() -> Signer:
     """The signer of this machine's runner, ``local`` (``trustlayer replay``, the demo)."""
     return Signer(LOCAL_RUNNER, key_file(state_dir() / KEY_FILE, KEYS_ENV))
@@ -116,4 +135,7 @@ def runner_keys() -> dict[str, bytes]:
                                              and len(v) >= 32 for k, v in data.items()):
         raise OSError(f"{given}: runner keys must be {{\"runner id\": \"key of 32+ "
                       "characters\"}")
-    return {runner: key.encode("utf-8") for runner, key in data.items()}
+    keys = {runner: key.encode("utf-8") for runner, key in data.items()}
+    if shared := shared_keys(keys):
+        raise OSError(f"{given}: {shared}")
+    return keys

@@ -4,17 +4,23 @@ Only a trusted success is learned from: a run whose ``end`` says ``outcome: succ
 carries a valid attestation of a known runner (:mod:`stream.models.attest`: an HMAC over the end
 and the chain of every earlier event); the validator's verdict counts only with
 ``use_verdicts``, and only for runs the model passes anyway. It is merged into its task's
-training runs and the model is learned again from them with the core's
-:func:`trustlayer.learn.learner.learn`. The result is a new version with its diff
-(:func:`stream.models.registry.milestone_diff`) in the change log.
+training runs (less those a rollback quarantined, :meth:`ModelRegistry.training`) and the
+model is learned again from them with the core's :func:`trustlayer.learn.learner.learn`. The
+result is a new version with its diff (:func:`stream.models.registry.milestone_diff`) in the
+change log.
 
 Guard: no one runner, honest but wrong or holding a stolen key, changes what the model
-passes. A run that would (:func:`changes`: it bypasses a milestone of the current model, or
-the current model fails it) is held back until the attested successes of K independent
-runners (``drop_after``, default :data:`CORROBORATION`) show that same change; the version
-learned with them is then tried in shadow (:mod:`stream.judging.shadow`) and its runs join the
-training runs only when it is promoted. A new version that would drop a milestone fewer
-than K runners bypassed (learning regrouped states) is refused and its runs are held.
+passes. A run that would (:func:`changes`: it bypasses a milestone of the current model, the
+current model fails it, or it would lengthen a deadline, :func:`stream.models.gate.slower`)
+is held back until the attested successes of K independent runners (``drop_after``, default
+:data:`CORROBORATION`; runners are independent when their keys differ, see
+:func:`stream.models.attest.shared_keys`) show that same change. A new version that changes
+anything else that decides a verdict (:func:`stream.models.gate.gated_changes`: deadlines,
+the end-of-run silence, end evidence, negative milestones, required words), or drops a
+milestone fewer than K runners bypassed, is refused and its runs are held, unless the runs
+merged into it come from K independent runners. A version that changes what the model passes
+is tried in shadow (:mod:`stream.judging.shadow`) and its runs join the training runs only
+when it is promoted.
 
 Nothing here needs a broker; the worker calls :meth:`Refiner.learn_one` and publishes the
 returned version.
@@ -25,7 +31,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from stream.models.attest import run_attested_by
+from stream.models.attest import run_attested_by, shared_keys
+from stream.models.gate import gated_changes, slower
 from stream.models.registry import ModelRegistry, milestone_diff
 from trustlayer.compare.equivalence import judge
 from trustlayer.judge.matcher import judge_run
@@ -67,8 +74,9 @@ def bypassed_milestones(model: Model, run: Run) -> list[str]:
 
 def changes(model: Model, run: Run) -> list[str]:
     """What merging the successful `run` would change in what `model` passes: each
-    milestone it bypasses (by name), and ``fails: ...`` when the model fails it."""
-    found = bypassed_milestones(model, run)
+    milestone it bypasses (by name), each deadline it would lengthen, and ``fails: ...``
+    when the model fails it."""
+    found = bypassed_milestones(model, run) + slower(model, run)
     status = judge_run(model, run)
     if status.verdict != "pass":
         found.append("fails: " + (f"missing {', '.join(status.missing)}" if status.missing
@@ -113,7 +121,8 @@ class Refiner:
     use_verdicts : also take runs without a known outcome that the validator passed (off:
         the validator would confirm its own blind spots).
     learner : the learning function (``trustlayer.learn.learner.learn``).
-    runner_keys : the runners whose attestations are trusted, and their keys.
+    runner_keys : the runners whose attestations are trusted, and their keys (distinct:
+        runners sharing a key are one, and are refused with a ValueError naming them).
     """
 
     def __init__(self, registry: ModelRegistry, drop_after: int | None = None,
@@ -122,6 +131,8 @@ class Refiner:
         self.registry, self.drop_after = registry, drop_after
         self.use_verdicts, self.learner = use_verdicts, learner
         self.runner_keys = runner_keys or {}
+        if shared := shared_keys(self.runner_keys):
+            raise ValueError(shared)
 
     def runner(self, run: Run) -> str | None:
         """The known runner that attests `run`'s end, if any."""
@@ -133,24 +144,19 @@ class Refiner:
         current = registry.latest(task)
         if current is None:
             return Refinement(task, run.run_id, f"no model for task {task!r}")
-        if not is_success(run.outcome, verdict, self.use_verdicts, self.runner(run)):
-            return Refinement(task, run.run_id, f"not a trusted success (outcome "
-                              f"{run.outcome}, attested by no known runner)")
-        training = registry.runs.get(task, {})
+        refused = self._refused(run, verdict)
+        if refused is not None:
+            return refused
         pending = registry.pending.setdefault(task, {})
-        if task not in registry.seeded:
-            return Refinement(task, run.run_id, "no training runs of this task are known "
-                              "(give the worker --train DIR): refinement needs them")
-        if run.run_id in training or run.run_id in pending:
-            return Refinement(task, run.run_id, "already merged or held")
-
         on_trial = registry.shadow(task)
         if on_trial is not None:
             pending[run.run_id] = run
             return Refinement(task, run.run_id, f"held: version {on_trial.version} is on "
                               "trial in shadow", held=[run.run_id])
         threshold = self.drop_after or max(CORROBORATION, current.settings.drop_after_bypasses)
-        candidates = {**pending, run.run_id: run}
+        quarantined = registry.quarantined(task)
+        candidates = {rid: r for rid, r in {**pending, run.run_id: run}.items()
+                      if rid not in quarantined}
         changed = {rid: changes(current, r) for rid, r in candidates.items()}
         runners: dict[str, set[str]] = {}
         for rid, found in changed.items():
@@ -158,8 +164,8 @@ class Refiner:
             for change in found:
                 runners.setdefault(change, set()).update([runner] if runner else [])
         bypasses = {change: len(names) for change, names in runners.items()}
-        merged = [rid for rid, found in changed.items()
-                  if all(bypasses[change] >= threshold for change in found)]
+        merged = {rid: candidates[rid] for rid, found in changed.items()
+                  if all(bypasses[change] >= threshold for change in found)}
         if run.run_id not in merged:
             pending[run.run_id] = run
             short = [f"'{c}' ({bypasses[c]} of {threshold})" for c in changed[run.run_id]
@@ -167,38 +173,71 @@ class Refiner:
             return Refinement(task, run.run_id, "held: it changes " + ", ".join(short) +
                               " independent runners needed to agree", held=[run.run_id],
                               bypasses=bypasses)
+        outcome = Refinement(task, run.run_id, "", bypasses=bypasses)
+        return self._relearn(current, merged, any(changed[rid] for rid in merged), threshold,
+                             outcome)
 
-        runs = {**training, **{rid: candidates[rid] for rid in merged}}
+    def _refused(self, run: Run, verdict: str | None) -> Refinement | None:
+        """Why `run` is not even weighed, if it is not."""
+        task, registry = run.task, self.registry
+        if not is_success(run.outcome, verdict, self.use_verdicts, self.runner(run)):
+            return Refinement(task, run.run_id, f"not a trusted success (outcome "
+                              f"{run.outcome}, attested by no known runner)")
+        if task not in registry.seeded:
+            return Refinement(task, run.run_id, "no training runs of this task are known "
+                              "(give the worker --train DIR): refinement needs them")
+        if run.run_id in registry.quarantined(task):
+            return Refinement(task, run.run_id, "quarantined by the rollback of version "
+                              f"{registry.quarantined(task)[run.run_id]} (release it with "
+                              "`trustlayer models release`)")
+        if run.run_id in registry.runs.get(task, {}) or \
+                run.run_id in registry.pending.get(task, {}):
+            return Refinement(task, run.run_id, "already merged or held")
+        return None
+
+    def _relearn(self, current: Model, merged: dict[str, Run], changing: bool,
+                 threshold: int, outcome: Refinement) -> Refinement:
+        """Learn the next version from the training runs and `merged`; refuse it (holding
+        `merged`) when it changes more than K independent runners vouch for, try it in
+        shadow when it changes what the model passes, else use it."""
+        task, registry = current.task, self.registry
+        pending = registry.pending.setdefault(task, {})
+        runs = {**registry.training(task), **merged}
         try:
             learned = self.learner(list(runs.values()), current.settings,
                                    causes=registry.causes.get(task), version=current.version + 1)
         except LearnError as exc:
-            pending[run.run_id] = run
-            return Refinement(task, run.run_id, f"held: learning failed ({exc})",
-                              held=[run.run_id], bypasses=bypasses)
-        diff = milestone_diff(current, learned)
-        unexplained = [name for name in diff["dropped"] if bypasses.get(name, 0) < threshold]
-        if unexplained:
-            for rid in merged:
-                pending[rid] = candidates[rid]
-            return Refinement(task, run.run_id, "held: the new version would drop " +
-                              ", ".join(f"'{n}'" for n in unexplained) + f" which fewer than "
-                              f"{threshold} independent runners bypassed", held=merged,
-                              bypasses=bypasses, diff=diff)
-
-        if any(changed[rid] for rid in merged):  # tried in shadow first (stream.judging.shadow)
-            for rid in merged:
-                pending[rid] = candidates[rid]
-            model = registry.derive(learned, "refined", parent=current, runs=sorted(merged),
-                                    bypasses=bypasses, shadow=True)
-            return Refinement(task, run.run_id, f"version {model.version} to try in shadow",
-                              model=model, held=sorted(merged), bypasses=bypasses, diff=diff)
+            pending[outcome.run_id] = merged[outcome.run_id]
+            outcome.reason, outcome.held = f"held: learning failed ({exc})", [outcome.run_id]
+            return outcome
+        outcome.diff = milestone_diff(current, learned)
+        vouching = len({self.runner(r) for r in merged.values()} - {None})
+        unexplained = [f"drops '{name}'" for name in outcome.diff["dropped"]
+                       if outcome.bypasses.get(name, 0) < threshold]
+        gated = gated_changes(current, learned)
+        if unexplained or gated and vouching < threshold:
+            pending.update(merged)
+            outcome.held = sorted(merged)
+            outcome.reason = ("held: the new version " + "; ".join(unexplained + gated) +
+                              f", which fewer than {threshold} independent runners "
+                              f"vouch for ({vouching})")
+            return outcome
+        if changing or gated:  # tried in shadow first (stream.judging.shadow)
+            pending.update(merged)
+            outcome.model = registry.derive(learned, "refined", parent=current,
+                                            runs=sorted(merged), bypasses=outcome.bypasses,
+                                            shadow=True, changes=gated or None)
+            outcome.held = sorted(merged)
+            outcome.reason = f"version {outcome.model.version} to try in shadow"
+            return outcome
+        registry.runs.setdefault(task, {}).update(merged)
         for rid in merged:
-            training[rid] = candidates[rid]
             pending.pop(rid, None)
-        model = registry.derive(learned, "refined", parent=current, runs=sorted(merged),
-                                bypasses=bypasses or None)
+        outcome.model = registry.derive(learned, "refined", parent=current, runs=sorted(merged),
+                                        bypasses=outcome.bypasses or None)
+        outcome.merged = sorted(merged)
+        outcome.reason = f"merged into version {outcome.model.version}"
         log.info("task %s: version %d from %d runs (+%s), added %s, dropped %s", task,
-                 model.version, len(runs), ", ".join(merged), diff["added"], diff["dropped"])
-        return Refinement(task, run.run_id, f"merged into version {model.version}", model=model,
-                          merged=sorted(merged), bypasses=bypasses, diff=diff)
+                 outcome.model.version, len(runs), ", ".join(merged), outcome.diff["added"],
+                 outcome.diff["dropped"])
+        return outcome

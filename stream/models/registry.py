@@ -12,6 +12,11 @@ and the milestones added or dropped against the parent (:func:`milestone_diff`).
 is a new version whose body is an old one (:meth:`ModelRegistry.rollback`), so versions only
 grow and a worker never has to forget one.
 
+A rollback quarantines the runs merged into the versions it undoes (its entry's
+``quarantined``): no later refinement learns from them (:meth:`ModelRegistry.training`) until
+a ``released`` version names them (:meth:`ModelRegistry.release`, ``trustlayer models
+release``). The change log carries both, so every worker, restarted or not, agrees.
+
 >>> registry = ModelRegistry()
 >>> registry.tasks()
 []
@@ -33,7 +38,9 @@ from trustlayer.observe.traces import Run
 log = logging.getLogger(__name__)
 
 #: How the change log names what made a version.
-ACTIONS = ("learned", "loaded", "refined", "rollback", "promoted")
+ACTIONS = ("learned", "loaded", "refined", "rollback", "promoted", "released")
+#: The actions whose change-log entry lists the runs merged into that version.
+MERGING = ("refined", "promoted")
 
 
 def in_shadow(model: Model) -> bool:
@@ -72,6 +79,18 @@ def _same_milestone(old: Model, old_id: str, new: Model, new_id: str) -> bool:
     return old.name(old_id) == new.name(new_id)
 
 
+def milestone_twins(old: Model, new: Model) -> dict[str, str]:
+    """Each milestone of `old` -> the same milestone in `new` (see :func:`_same_milestone`),
+    for those `new` kept."""
+    twins: dict[str, str] = {}
+    for old_id in old.essential:
+        twin = next((new_id for new_id in new.essential if new_id not in twins.values()
+                     and _same_milestone(old, old_id, new, new_id)), None)
+        if twin is not None:
+            twins[old_id] = twin
+    return twins
+
+
 def milestone_diff(old: Model | None, new: Model) -> dict[str, list[str]]:
     """Milestones (essential states) the new version added and dropped against the old.
 
@@ -80,17 +99,9 @@ def milestone_diff(old: Model | None, new: Model) -> dict[str, list[str]]:
     """
     if old is None:
         return {"added": [new.name(s) for s in new.essential], "dropped": []}
-    matched_new: set[str] = set()
-    dropped = []
-    for old_id in old.essential:
-        twin = next((new_id for new_id in new.essential if new_id not in matched_new
-                     and _same_milestone(old, old_id, new, new_id)), None)
-        if twin is None:
-            dropped.append(old.name(old_id))
-        else:
-            matched_new.add(twin)
-    added = [new.name(s) for s in new.essential if s not in matched_new]
-    return {"added": added, "dropped": dropped}
+    twins = milestone_twins(old, new)
+    return {"added": [new.name(s) for s in new.essential if s not in twins.values()],
+            "dropped": [old.name(s) for s in old.essential if s not in twins]}
 
 
 def change_entry(model: Model, parent: Model | None, action: str, **details: Any) -> dict:
@@ -173,8 +184,7 @@ class ModelRegistry:
     def shadow(self, task: str) -> Model | None:
         """The version of `task`'s model tried in shadow: the newest one, when it is in
         shadow (a newer version, e.g. a rollback that rejected it, ends its trial)."""
-        held = self.versions.get(task)
-        newest = held[max(held)] if held else None
+        newest = self.newest(task)
         return newest if newest is not None and in_shadow(newest) else None
 
     def get(self, task: str, version: int) -> Model | None:
@@ -201,8 +211,15 @@ class ModelRegistry:
         return dataclasses.replace(
             derived, history=base + [change_entry(derived, parent, action, **details)])
 
+    def newest(self, task: str) -> Model | None:
+        """The newest version of `task`'s model, in shadow or not: its change log is the
+        whole story."""
+        held = self.versions.get(task)
+        return held[max(held)] if held else None
+
     def rollback(self, task: str, version: int, **details: Any) -> Model:
-        """A new version of `task` whose body is version `version`'s (rolled back to).
+        """A new version of `task` whose body is version `version`'s (rolled back to); the
+        runs merged into the versions after it, and not learned from by it, are quarantined.
 
         Raises
         ------
@@ -213,7 +230,46 @@ class ModelRegistry:
         if old is None:
             known = ", ".join(map(str, sorted(self.versions.get(task, {})))) or "none"
             raise KeyError(f"task {task!r} has no version {version} (known: {known})")
-        return self.derive(old, "rollback", rolled_back_to=version, **details)
+        newest = self.newest(task)
+        undone = {run_id for entry in (newest.history if newest else [])
+                  if entry.get("version", 0) > version and entry.get("action") in MERGING
+                  for run_id in entry.get("runs", [])}
+        undone -= set(old.training_runs) | set(self.quarantined(task))
+        return self.derive(old, "rollback", parent=newest, rolled_back_to=version,
+                           quarantined=sorted(undone) or None, **details)
+
+    def quarantined(self, task: str) -> dict[str, int]:
+        """Runs of `task` no refinement may learn from -> the rollback version that
+        quarantined them (see the module doc)."""
+        newest, found = self.newest(task), {}
+        for entry in newest.history if newest else []:
+            for run_id in entry.get("quarantined", []):
+                found[run_id] = entry["version"]
+            for run_id in entry.get("released", []):
+                found.pop(run_id, None)
+        return found
+
+    def release(self, task: str, run_ids: list[str]) -> Model:
+        """A new version of `task` (the body of the one in use) that releases quarantined
+        runs: later refinements may learn from them again.
+
+        Raises
+        ------
+        KeyError
+            No model of `task`, a version on trial in shadow, or a run not quarantined.
+        """
+        latest, held, trial = self.latest(task), self.quarantined(task), self.shadow(task)
+        if latest is None:
+            raise KeyError(f"no model of task {task!r}")
+        if trial is not None:
+            raise KeyError(f"version {trial.version} of {task!r} is on trial in shadow: "
+                           "release runs once the trial has ended")
+        unknown = [run_id for run_id in run_ids if run_id not in held]
+        if unknown:
+            raise KeyError(f"not quarantined in {task!r}: {', '.join(unknown)} (quarantined: "
+                           f"{', '.join(sorted(held)) or 'none'})")
+        return self.derive(latest, "released", parent=self.newest(task),
+                           released=sorted(set(run_ids)))
 
     def history(self, task: str) -> list[dict[str, Any]]:
         """The change log of `task`: one entry per version held, oldest first.
@@ -237,6 +293,13 @@ class ModelRegistry:
         return entries
 
     # -- training runs ----------------------------------------------------------------------
+    def training(self, task: str) -> dict[str, Run]:
+        """The runs a refined version of `task` is learned from: the training runs, less
+        the quarantined ones."""
+        quarantined = self.quarantined(task)
+        return {run_id: run for run_id, run in self.runs.get(task, {}).items()
+                if run_id not in quarantined}
+
     def add_runs(self, runs: Iterable[Run], causes: dict[str, str | None] | None = None) -> None:
         """Seed runs a task's refined models are learned from (e.g. the training set)."""
         for run in runs:

@@ -26,7 +26,7 @@ def without_end(run_id: str) -> list[dict]:
 
 
 def test_the_learned_silence_comes_from_the_models_durations_with_a_floor():
-    longest = max(stats["max"] for durations in model().timing.values()
+    longest = max(stats["bound"] for durations in model().timing.values()
                   for stats in durations.values())
     assert learned_silence(model()) == max(30.0, model().settings.deadline_factor * longest)
     assert learned_silence(model()) >= 30.0

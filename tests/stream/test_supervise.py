@@ -101,6 +101,7 @@ def test_a_parent_stopped_by_a_signal_stops_its_children_as_on_ctrl_c(signum):
 
 @pytest.mark.parametrize("command", [["worker"], ["verdicts"], ["replay", "examples/jupyter/test"],
                                      ["models", "history", "t"], ["models", "rollback", "t", "1"],
+                                     ["models", "show", "t"], ["models", "release", "t", "r"],
                                      ["demo", "--once"]])
 def test_every_streaming_command_without_a_broker_says_so_in_one_line(command):
     address = f"127.0.0.1:{free_port()}"

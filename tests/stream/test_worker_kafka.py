@@ -32,10 +32,12 @@ from streamkit import (
     read_topic,
     renamed,
     setup,
+    train_runs,
     unique,
 )
 
 from stream.commands.demo import ready_partitions
+from stream.commands.replay import inline_screenshot
 from stream.kafka.processes import free_port
 from trustlayer.judge.deadlines import DEADLINE_FLOOR
 
@@ -178,14 +180,16 @@ def test_bad_events_land_in_the_dlq_with_their_reason_and_the_worker_goes_on(kaf
 
 
 def test_hot_swap_refinement_rollback_and_history(kafka, tmp_path):
-    """A success refines the model (v2 on the models topic); a run under way finishes on
-    v1, a run started after v2 is judged by v2; rollback publishes v1's body as v3; the
-    history lists them; /metrics exports the worker's series."""
+    """A success that changes nothing the refinement gate guards (a training run again)
+    refines the model (v2 on the models topic); a run under way finishes on v1, a run
+    started after v2 is judged by v2; rollback publishes v1's body as v3; the history lists
+    them; /metrics exports the worker's series."""
     prefix, topics, models = setup(kafka, tmp_path)
     task = model().task
     by_outcome = {run[-1]["outcome"]: run for run in example_events()}
     under_way = renamed(by_outcome["failure"], f"{prefix}-under-way")
-    success = renamed(by_outcome["success"], f"{prefix}-success")
+    success = renamed([inline_screenshot(e.raw, TRAIN) for e in train_runs()[2].events],
+                      f"{prefix}-success")
     later = renamed(by_outcome["failure"], f"{prefix}-later")
     port = free_port()
     worker = Worker(kafka.bootstrap, prefix, unique("swap"), models, tmp_path / "w.log",
@@ -232,6 +236,7 @@ def test_hot_swap_refinement_rollback_and_history(kafka, tmp_path):
     assert entries[2]["rolled_back_to"] == 1
     text = trustlayer("models", "history", task, *common, timeout=60).stdout
     assert "v3  rollback" in text and "(body of v1)" in text
+    assert f"quarantined: {success[0]['run_id']}" in text
     missing = trustlayer("models", "rollback", task, "9", *common, timeout=60)
     assert missing.returncode == 2 and "no version 9" in missing.stderr
 

@@ -26,9 +26,11 @@ from streamkit import (
     read_topic,
     renamed,
     setup,
+    train_runs,
     unique,
 )
 
+from stream.commands.replay import inline_screenshot
 from stream.kafka import clients
 from stream.kafka.processes import free_port
 
@@ -134,9 +136,9 @@ def test_a_bug_in_refinement_loses_no_run_to_refine(kafka, tmp_path, monkeypatch
     finished-runs record undelivered and seeks back to it, and the run is refined then
     (version 2 on the models topic); the judge goes on meanwhile (no restart)."""
     prefix, topics, models = setup(kafka, tmp_path)
-    # the last successful example run: refinement merges it (the first one is held back)
-    success = {run[-1]["outcome"]: run for run in example_events()}["success"]
-    success = renamed(success, f"{prefix}-success")
+    # a training run again: refinement merges it (it changes nothing the gate guards)
+    success = renamed([inline_screenshot(e.raw, TRAIN) for e in train_runs()[2].events],
+                      f"{prefix}-success")
     marker = inject_fault(monkeypatch, tmp_path, "refine")
     worker = Worker(kafka.bootstrap, prefix, unique("refault"), models, tmp_path / "w.log",
                     "--train", str(TRAIN))

@@ -14,9 +14,15 @@ DEADLINE_MIN_OBSERVATIONS = 3
 DEADLINE_FLOOR = 30.0
 
 
+def slowest(stats: dict) -> float:
+    """The longest a duration lasted in successful runs: its robust ``bound``
+    (:func:`trustlayer.learn.learner.time_bound`), or ``max`` in models learned before it."""
+    return float(stats.get("bound", stats["max"]))
+
+
 def deadline(stats: dict | None, factor: float) -> float | None:
-    """Seconds a duration may last given its statistics from successful runs (``max``, and
-    ``n`` observations): `factor` times the slowest, at least :data:`DEADLINE_FLOOR`;
+    """Seconds a duration may last given its statistics from successful runs (``n``
+    observations): `factor` times the :func:`slowest`, at least :data:`DEADLINE_FLOOR`;
     None when fewer than :data:`DEADLINE_MIN_OBSERVATIONS` were seen (a deadline learned
     from one or two runs fails runs that are merely a little slower).
 
@@ -27,7 +33,7 @@ def deadline(stats: dict | None, factor: float) -> float | None:
     """
     if not stats or stats.get("n", 0) < DEADLINE_MIN_OBSERVATIONS:
         return None
-    return max(DEADLINE_FLOOR, factor * stats["max"])
+    return max(DEADLINE_FLOOR, factor * slowest(stats))
 
 
 def overdue(model: Model, history: Sequence[Observed], position: int, start_ts: float,
@@ -43,18 +49,28 @@ def overdue(model: Model, history: Sequence[Observed], position: int, start_ts: 
     if upcoming is not None and reach is not None and limit is not None \
             and now - start_ts > limit:
         name = model.name(upcoming)
-        return (Reason(DEADLINE, f"{quoted(name)} within {reach['max']:.0f} s",
+        return (Reason(DEADLINE, f"{quoted(name)} within {slowest(reach):.0f} s",
                        f"the screen showed it not reached within {limit:.0f} s", seq),
                 f"'{name}' not reached within {limit:.0f} s; successful runs reached it "
-                f"within {reach['max']:.0f} s")
+                f"within {slowest(reach):.0f} s")
     if history and history[-1].ids:
         current = model.name(history[-1].ids[0])
         dwell = timing["dwell"].get(history[-1].ids[0])
         limit = deadline(dwell, factor)
         lasted = now - history[-1].ts
         if dwell is not None and limit is not None and lasted > limit:
-            return (Reason(DEADLINE, f"{quoted(current)} left within {dwell['max']:.0f} s",
+            return (Reason(DEADLINE, f"{quoted(current)} left within {slowest(dwell):.0f} s",
                            f"the screen showed it and it lasted {lasted:.0f} s", seq),
                     f"'{current}' lasted {lasted:.0f} s; successful runs left it within "
-                    f"{dwell['max']:.0f} s")
+                    f"{slowest(dwell):.0f} s")
     return None
+
+
+def learned_silence(model: Model) -> float:
+    """How long a run of `model` may go without events before it counts as abandoned: the
+    model's ``deadline_factor`` times the longest any successful run took to reach a
+    milestone or stayed in a state (a gap between two events is shorter than either; robust:
+    :func:`slowest`), at least :data:`DEADLINE_FLOOR` seconds."""
+    longest = max((slowest(stats) for durations in model.timing.values()
+                   for stats in durations.values()), default=0.0)
+    return max(DEADLINE_FLOOR, model.settings.deadline_factor * longest)

@@ -84,6 +84,24 @@ def _interruptions(essential: list[str], paths: dict[str, list[tuple[str, Step]]
     return soft
 
 
+#: No learned duration exceeds this many times the median of the successful runs' ...
+TIME_STRETCH = 10.0
+#: ... nor this many seconds (a day): one run, or a few with stretched clocks, cannot turn
+#: the deadlines off.
+TIME_CEILING = 86400.0
+
+
+def time_bound(values: Sequence[float]) -> float:
+    """The slowest a successful run took, robustly: the largest of `values`, at most
+    :data:`TIME_STRETCH` times their median and :data:`TIME_CEILING` seconds (the deadlines
+    and the end-of-run silence are learned from it, see :mod:`trustlayer.judge.deadlines`).
+
+    >>> time_bound([13.0, 15.0, 21.0]), time_bound([13.0, 15.0, 21.0, 3e7])
+    (21.0, 180.0)
+    """
+    return min(max(values), TIME_STRETCH * statistics.median(values), TIME_CEILING)
+
+
 def _timing(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> dict:
     reach: dict[str, list[float]] = defaultdict(list)
     dwell: dict[str, list[float]] = defaultdict(list)
@@ -96,7 +114,7 @@ def _timing(essential: list[str], paths: dict[str, list[tuple[str, Step]]]) -> d
 
     def summary(values: list[float]) -> dict:
         return {"min": min(values), "median": statistics.median(values), "max": max(values),
-                "n": len(values)}
+                "n": len(values), "bound": time_bound(values)}
     return {"time_to_reach": {sid: summary(v) for sid, v in reach.items()},
             "dwell": {sid: summary(v) for sid, v in dwell.items()}}
 
