@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from devsets import SHARED
+from devsets import DEVTRACES, SHARED
 
 from trustlayer.judge.matcher import Matcher
 from trustlayer.judge.phases import (
@@ -60,10 +60,9 @@ def test_where_names_the_phase_and_the_milestone_before(model):
     assert where(model, "no such state") == ""
 
 
+@DEVTRACES
 def test_frames_of_a_real_failed_run_fall_into_phases():
     root = SHARED / "jupyter-dev"
-    if not root.is_dir():
-        pytest.fail(f"dev traces missing at {root}")
     model = learn(read_runs([root / "train"]))
     assert [p.name for p in phases(model)] == ["untitled.txt", "hello world", "Saving completed"]
     matcher = Matcher(model)

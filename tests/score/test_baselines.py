@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from devsets import SHARED
+from devsets import DEVTRACES, SHARED
 from PIL import Image
 
 from trustlayer.cli import main
@@ -120,12 +120,11 @@ def test_visual_regression_uses_playwrights_default_threshold():
 @pytest.fixture(scope="module")
 def jupyter():
     root = SHARED / "jupyter-dev"
-    if not root.is_dir():
-        pytest.fail(f"dev traces missing at {root}: the repo expects ../shared beside it")
     train = read_runs([root / "train"])
     return root, train, learn(train)
 
 
+@DEVTRACES
 def test_every_training_run_replays_and_matches_itself(jupyter):
     _, train, model = jupyter
     for run in train:
@@ -149,9 +148,8 @@ def small_task(tmp_path: Path, name: str, source: Path, tests: list[str]) -> Pat
     return task
 
 
+@DEVTRACES
 def test_eval_over_task_folders_prints_and_writes_the_table(tmp_path, capsys):
-    if not SHARED.is_dir():
-        pytest.fail(f"dev traces missing at {SHARED}")
     root = tmp_path / "tasks"
     small_task(root, "jupyter", SHARED / "jupyter-dev",
                [f"jl-save-textfile-test-{n:02d}" for n in (1, 2, 5, 6)])
@@ -170,6 +168,7 @@ def test_eval_over_task_folders_prints_and_writes_the_table(tmp_path, capsys):
     assert markdown.count("| --- | ---: |") == 3
 
 
+@DEVTRACES
 def test_eval_model_dir_baselines_json(tmp_path, capsys, jupyter):
     root, _, model = jupyter
     task = small_task(tmp_path, "jl", root, ["jl-save-textfile-test-05",

@@ -6,7 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-from devsets import SHARED
+from devsets import DEVTRACES, SHARED
 
 from trustlayer.cli import main
 from trustlayer.learn.learner import learn
@@ -66,13 +66,12 @@ def test_fail_on():
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory):
-    if not SHARED.is_dir():
-        pytest.fail(f"dev traces missing at {SHARED}: the repo expects ../shared beside it")
     path = tmp_path_factory.mktemp("model") / "model.json"
     learn(read_runs([SHARED / "jupyter-dev" / "train"])).save(path)
     return str(path)
 
 
+@DEVTRACES
 def test_validate_junit_on_real_runs(model_file, tmp_path, capsys):
     out = tmp_path / "results.xml"
     runs = [PASSES, PRODUCT_BUG, AGENT_ERROR]
@@ -92,6 +91,7 @@ def test_validate_junit_on_real_runs(model_file, tmp_path, capsys):
             assert failure is None
 
 
+@DEVTRACES
 def test_validate_markdown_and_fail_on_exit_codes(model_file, capsys):
     assert main(["-q", "validate", model_file, PASSES, AGENT_ERROR, "--format", "markdown",
                  "--fail-on", "product_bug"]) == 0
