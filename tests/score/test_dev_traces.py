@@ -134,10 +134,9 @@ def test_names_are_distinct(dev_set):
     assert len(names) == len(set(names)) and all(names)
 
 
-@DEVTRACES
 def test_verdicts_ignore_the_runs_own_outcome(tmp_path):
-    root = SHARED / "jupyter-dev" / "test"
-    model = learn(read_runs([SHARED / "jupyter-dev" / "train"]))
+    root = EXAMPLES / "jupyter" / "test"
+    model = learn(read_runs([EXAMPLES / "jupyter" / "train"]))
     blind = tmp_path / "test"
     blind.mkdir()
     for path in sorted(root.glob("*.jsonl"))[:6]:

@@ -81,9 +81,8 @@ def test_cli_learn_prints_the_self_check_and_check_exits_on_failures(tmp_path, c
     assert "model is for 'slugify-cli-flag'" in capsys.readouterr().err
 
 
-@DEVTRACES
 def test_learn_from_few_runs_reports_leave_one_out_and_the_milestones_it_doubts(tmp_path, capsys):
-    train = SHARED / "jupyter-dev" / "train"
+    train = JUPYTER_TRAIN
     few = tmp_path / "few"
     (few / "shots").mkdir(parents=True)
     for name in ("jl-save-textfile-train-01", "jl-save-textfile-train-05"):

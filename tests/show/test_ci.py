@@ -6,16 +6,16 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-from devsets import DEVTRACES, SHARED
+from devsets import EXAMPLES
 
 from trustlayer.cli import main
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 from trustlayer.show.ci import failed, junit_xml, markdown_summary
 
-TEST = SHARED / "jupyter-dev" / "test"
-PASSES, PRODUCT_BUG, AGENT_ERROR = (str(TEST / f"jl-save-textfile-test-{n:02d}.jsonl")
-                                    for n in (5, 1, 2))
+JUPYTER = EXAMPLES / "jupyter"
+PASSES, PRODUCT_BUG, AGENT_ERROR = (str(JUPYTER / "test" / f"jl-save-textfile-test-{n:02d}.jsonl")
+                                    for n in (5, 11, 8))
 
 TRICKY = [{"run_id": "r<1>&", "task": "t", "verdict": "fail", "coverage": 0.5,
            "reason": "'A | B' never reached: \"quoted\" <tag> & é", "cause": "agent_error",
@@ -67,11 +67,10 @@ def test_fail_on():
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("model") / "model.json"
-    learn(read_runs([SHARED / "jupyter-dev" / "train"])).save(path)
+    learn(read_runs([JUPYTER / "train"])).save(path)
     return str(path)
 
 
-@DEVTRACES
 def test_validate_junit_on_real_runs(model_file, tmp_path, capsys):
     out = tmp_path / "results.xml"
     runs = [PASSES, PRODUCT_BUG, AGENT_ERROR]
@@ -91,7 +90,6 @@ def test_validate_junit_on_real_runs(model_file, tmp_path, capsys):
             assert failure is None
 
 
-@DEVTRACES
 def test_validate_markdown_and_fail_on_exit_codes(model_file, capsys):
     assert main(["-q", "validate", model_file, PASSES, AGENT_ERROR, "--format", "markdown",
                  "--fail-on", "product_bug"]) == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from devsets import DEVTRACES, EXAMPLES, SHARED
+from devsets import DATA, DEVTRACES, EXAMPLES, SHARED
 from PIL import Image
 
 from trustlayer.cli import main
@@ -186,13 +186,12 @@ def test_show_png_draws_the_graph(model_file, tmp_path, capsys):
     assert image.shape[:2] == (int(height), int(width))
 
 
-@DEVTRACES
 def test_text_only_report(tmp_path):
-    coding = SHARED / "coding-dev"
+    coding = DATA / "slugify-fix-regex-bug"
     model = learn(read_runs([coding / "train"]))
     model.save(tmp_path / "model.json")
     out = tmp_path / "coding.html"
-    run = coding / "test" / "slugify-move-unicode-filter-test-03.jsonl"
+    run = coding / "test" / "slugify-fix-regex-bug-test-10.jsonl"
     assert main(["-q", "report", str(tmp_path / "model.json"), str(run), "-o", str(out)]) == 0
     page = parse(out)
     text = " ".join(" ".join(page.text).split())
