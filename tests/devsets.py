@@ -19,8 +19,10 @@ DEV_TASKS = ("jupyter-dev", "coding-dev", "coding-dev2/slugify-cli-flag",
              "coding-dev2/slugify-fix-regex-bug", "datasette-dev/ds-countries-filter-count",
              "datasette-dev/ds-json-export-row", "django-dev/dj-rename-category",
              "django-dev/dj-search-open")
-#: The tasks of the shipped slice, under DATA: code, network with screens, a conversation.
-SLICE_TASKS = ("slugify-fix-regex-bug", "dj-search-open", "tau-airline-T40")
+#: The tasks of the shipped slice under DATA (code, network with screens, a conversation),
+#: each with the folder under SHARED its runs were copied from.
+SLICE_TASKS = {"slugify-fix-regex-bug": "coding-dev2/slugify-fix-regex-bug",
+               "dj-search-open": "django-dev/dj-search-open", "tau-airline-T40": "tau-airline-dev"}
 DEVTRACES = pytest.mark.devtraces
 
 

@@ -8,10 +8,6 @@ from pathlib import Path
 import pytest
 from devsets import DATA, DEVTRACES, SHARED, SLICE_TASKS
 
-#: where each task of the slice was copied from, under SHARED
-ORIGINS = {"slugify-fix-regex-bug": "coding-dev2/slugify-fix-regex-bug",
-           "dj-search-open": "django-dev/dj-search-open", "tau-airline-T40": "tau-airline-dev"}
-
 
 def splits(task: str) -> list[Path]:
     return [DATA / task / split for split in ("train", "test")]
@@ -29,7 +25,7 @@ def test_each_split_labels_exactly_its_runs(task):
 @DEVTRACES
 @pytest.mark.parametrize("task", SLICE_TASKS)
 def test_every_shipped_file_is_a_copy_of_a_dev_trace_with_its_labels(task):
-    origin = SHARED / ORIGINS[task]
+    origin = SHARED / SLICE_TASKS[task]
     for split in splits(task):
         labels = json.loads((split / "labels.json").read_text(encoding="utf-8"))
         for path in sorted(split.rglob("*.*")):
