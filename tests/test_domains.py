@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from devsets import REPO, SHARED
+from devsets import DEVTRACES, REPO, SHARED
 
 from trustlayer.cli import main
 from trustlayer.judge.batch import judge_paths
@@ -75,9 +75,8 @@ def test_eval_with_baselines_on_tool_calling(tool_model, tmp_path, capsys):
     assert judges["self-report"]["recall"] < 1.0  # the agent believed its failures succeeded
 
 
+@DEVTRACES
 def test_coding_agent_milestones_are_file_states():
-    if not CODING.is_dir():
-        pytest.fail(f"dev traces missing at {CODING}: the repo expects ../shared beside it")
     model = learn(read_runs([CODING / "train"]))
     assert without_pixels(model)
     facts = [t for sid in model.essential for t in model.states[sid].profile.salient_templates

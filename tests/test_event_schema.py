@@ -9,12 +9,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from devsets import REPO
+from devsets import DATA, DEVTRACES, EXAMPLES, REPO, SHARED
 
 from trustlayer.runner import EventBuilder
 
 SCHEMA = REPO / "docs" / "trace-event.schema.json"
-SHARED = REPO.parent / "shared" / "traces"
 
 
 @lru_cache(maxsize=1)
@@ -28,7 +27,8 @@ def shipped_files(root: Path) -> list[Path]:
     return sorted(root.rglob("*.jsonl"))
 
 
-@pytest.mark.parametrize("root", [REPO / "examples", SHARED], ids=["examples", "shared"])
+@pytest.mark.parametrize("root", [EXAMPLES, DATA, pytest.param(SHARED, marks=DEVTRACES)],
+                         ids=["examples", "data", "shared"])
 def test_every_shipped_event_validates(root):
     files = shipped_files(root)
     assert files, f"no traces under {root}"

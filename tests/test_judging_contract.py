@@ -2,8 +2,8 @@
 batch validator, the incremental matcher resumed from a JSON snapshot before every event
 (as the worker resumes after a restart), and the streaming worker's processor fed the
 runs' events as records, interleaved as a fleet publishes them. On the repository's
-examples and the real dev traces, each gives every run the same final status, reason and
-cause."""
+examples, its slice of real runs (tests/data: code, network, a conversation) and the real dev
+traces, each gives every run the same final status, reason and cause."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from devsets import DEV_TASKS, EXAMPLES, SHARED
+from devsets import DATA, DEV_TASKS, EXAMPLES, SHARED, SLICE_TASKS, dev
 
 from stream.commands.replay import read_events, round_robin
 from stream.judging.processor import StreamProcessor
@@ -27,9 +27,10 @@ from trustlayer.model import Model
 from trustlayer.observe.traces import read_runs
 
 Verdicts = dict[str, tuple[str, str | None, str | None]]  # run id -> (status, reason, cause)
-TASKS = {**{f"examples/{name}": EXAMPLES / name
-            for name in ("jupyter", "tool-calling", "conversation")},
-         **{name: SHARED / name for name in DEV_TASKS}}
+SHIPPED = {**{f"examples/{name}": EXAMPLES / name
+               for name in ("jupyter", "tool-calling", "conversation")},
+           **{f"data/{name}": DATA / name for name in SLICE_TASKS}}
+TASKS = {**SHIPPED, **{name: SHARED / name for name in DEV_TASKS}}
 
 
 def final(status: Status) -> tuple[str, str | None, str | None]:
@@ -77,10 +78,7 @@ JUDGES: dict[str, Callable[[Model, Path], Verdicts]] = {
 
 @cache
 def learned(task: str) -> Model:
-    root = TASKS[task]
-    if not root.is_dir():
-        pytest.fail(f"traces missing at {root}: the repo expects ../shared beside it")
-    return learn(read_runs([root / "train"]))
+    return learn(read_runs([TASKS[task] / "train"]))
 
 
 @cache
@@ -89,7 +87,7 @@ def expected(task: str) -> Verdicts:
 
 
 @pytest.mark.parametrize("judge", JUDGES)
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("task", [*SHIPPED, *map(dev, DEV_TASKS)])
 def test_every_way_of_judging_gives_the_batch_verdicts(task, judge):
     want = expected(task)
     assert {status for status, _, _ in want.values()} == {"passed", "failed"}  # both kinds

@@ -2,7 +2,7 @@
 import json
 
 import pytest
-from devsets import REPO, SHARED
+from devsets import DATA, REPO, SHARED, SLICE_TASKS, dev
 from tracegen import as_run, events_for, make_screens
 
 from trustlayer.judge.matcher import Matcher, judge_run
@@ -79,12 +79,15 @@ def test_deadline_fails_a_silent_run():
 
 
 
-@pytest.mark.parametrize("task", [REPO / "examples" / "jupyter", SHARED / "coding-dev",
-                                  SHARED / "datasette-dev" / "ds-countries-filter-count"],
+@pytest.mark.parametrize("task", [REPO / "examples" / "jupyter",
+                                  *(DATA / name for name in SLICE_TASKS),
+                                  dev(SHARED / "coding-dev"),
+                                  dev(SHARED / "datasette-dev" / "ds-countries-filter-count")],
                          ids=lambda path: path.name)
 def test_a_run_restored_at_every_event_gets_the_batch_status(task):
     """The snapshot keeps what resuming needs: file facts of the previous state (coding),
-    the screen a required output is looked up on (datasette), the history for causes."""
+    the screen a required output is looked up on (datasette), the network answers seen
+    (django), the history for causes."""
     model = learn(read_runs([task / "train"]))
     for run in read_runs([task / "test"]):
         restored, whole = Matcher(model), Matcher(model)
@@ -98,10 +101,11 @@ def test_a_run_restored_at_every_event_gets_the_batch_status(task):
         assert restored.status.to_json() == judge_run(model, run).to_json(), run.run_id
 
 
-def test_snapshots_written_by_older_versions_still_restore():
+@pytest.mark.parametrize("task", [DATA / "slugify-fix-regex-bug", dev(SHARED / "coding-dev")],
+                         ids=lambda path: path.name)
+def test_snapshots_written_by_older_versions_still_restore(task):
     """History rows were dicts, then lists without the fields added since (``ends``,
     ``files_moved``): a run resumed from either at every event gets the batch status."""
-    task = SHARED / "coding-dev"
     model = learn(read_runs([task / "train"]))
     old_forms = (lambda row: dict(zip(("seq", "ts", "ids", "via", "novel", "ends"), row)),
                  lambda row: row[:5])

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from devsets import SHARED
+from devsets import EXAMPLES
 
 from trustlayer.judge.matcher import Matcher
 from trustlayer.judge.phases import (
@@ -61,13 +61,11 @@ def test_where_names_the_phase_and_the_milestone_before(model):
 
 
 def test_frames_of_a_real_failed_run_fall_into_phases():
-    root = SHARED / "jupyter-dev"
-    if not root.is_dir():
-        pytest.fail(f"dev traces missing at {root}")
+    root = EXAMPLES / "jupyter"
     model = learn(read_runs([root / "train"]))
     assert [p.name for p in phases(model)] == ["untitled.txt", "hello world", "Saving completed"]
     matcher = Matcher(model)
-    for event in read_run(root / "test" / "jl-save-textfile-test-01.jsonl").events:
+    for event in read_run(root / "test" / "jl-save-textfile-test-16.jsonl").events:
         status = matcher.feed(event)
     assert status.verdict == "fail"
     in_phase = frame_phases(model, matcher.history)

@@ -1,25 +1,36 @@
-"""Signs of failure are never outweighed by milestones: each learned from the real dev
-traces, each shown on a real run changed in the one way it names."""
+"""Signs of failure are never outweighed by milestones: each learned from real runs (the
+dev traces, and where it can the slice the repository ships in tests/data), each shown on a
+real run changed in the one way it names."""
 import json
 import shutil
+from functools import cache
 from pathlib import Path
 
 import pytest
-from devsets import SHARED
+from devsets import DATA, DEVTRACES, SHARED, dev
 from tracegen import tool_run
 
 from trustlayer.judge.matcher import Matcher, judge_run
 from trustlayer.judge.resume import restore, snapshot
 from trustlayer.learn.learner import learn
+from trustlayer.model import Model
 from trustlayer.observe.traces import read_run, read_runs
 
 CLI_FLAG = SHARED / "coding-dev2" / "slugify-cli-flag"
 RENAME = SHARED / "django-dev" / "dj-rename-category"
+CODE = DATA / "slugify-fix-regex-bug"  # a coding agent's runs, shipped
+NETWORK = DATA / "dj-search-open"  # a browser agent's runs with their requests, shipped
+
+
+@cache
+def model_of(task: Path) -> Model:
+    """The model learned from `task`'s training runs."""
+    return learn(read_runs([task / "train"]))
 
 
 @pytest.fixture(scope="module")
 def cli_flag_model():
-    return learn(read_runs([CLI_FLAG / "train"]))
+    return model_of(CLI_FLAG)
 
 
 def events_of(path: Path) -> list[dict]:
@@ -39,6 +50,7 @@ def renumbered(events: list[dict]) -> list[dict]:
     return [dict(event, seq=number) for number, event in enumerate(events)]
 
 
+@DEVTRACES
 def test_the_signs_are_learned_from_what_successful_runs_did(cli_flag_model):
     assert "tool:run_tests" in cli_flag_model.checks
     assert cli_flag_model.check_files == ["slugify/__main__.py"]
@@ -48,14 +60,21 @@ def test_the_signs_are_learned_from_what_successful_runs_did(cli_flag_model):
                for lines in cli_flag_model.gone_lines.values())
 
 
-def test_a_training_run_passes_and_the_same_run_reporting_failure_fails(cli_flag_model, tmp_path):
-    events = events_of(CLI_FLAG / "train" / "slugify-cli-flag-train-01.jsonl")
-    assert judged(cli_flag_model, events, tmp_path).verdict == "pass"
+#: a successful run of each coding task, beside the task
+PASSING_CODE = [(CODE, "test/slugify-fix-regex-bug-test-20"),
+                dev(CLI_FLAG, "train/slugify-cli-flag-train-01", id="cli-flag")]
+
+
+@pytest.mark.parametrize(("task", "run"), PASSING_CODE)
+def test_a_successful_run_passes_and_the_same_run_reporting_failure_fails(task, run, tmp_path):
+    events = events_of(task / f"{run}.jsonl")
+    assert judged(model_of(task), events, tmp_path).verdict == "pass"
     events[-1]["self_report"] = "failure"
-    status = judged(cli_flag_model, events, tmp_path)
+    status = judged(model_of(task), events, tmp_path)
     assert status.verdict == "fail" and "reported that it failed" in status.details
 
 
+@DEVTRACES
 def test_a_last_test_report_with_failures_fails_whatever_milestones_say(cli_flag_model, tmp_path):
     red = next(event for event in events_of(CLI_FLAG / "train" / "slugify-cli-flag-train-07.jsonl")
                if event["kind"] == "state" and " failed" in event["observation"]["text"])
@@ -69,15 +88,17 @@ def test_a_last_test_report_with_failures_fails_whatever_milestones_say(cli_flag
     assert "run_tests report still showed" in status.details and "went on to fix" in status.details
 
 
-def test_a_run_that_never_checks_its_edit_fails(cli_flag_model, tmp_path):
-    events = events_of(CLI_FLAG / "train" / "slugify-cli-flag-train-01.jsonl")
+@pytest.mark.parametrize(("task", "run"), PASSING_CODE)
+def test_a_run_that_never_checks_its_edit_fails(task, run, tmp_path):
+    events = events_of(task / f"{run}.jsonl")
     first_test = min(i for i, event in enumerate(events) if event["kind"] == "action"
                      and event["action"]["target"] == "run_tests")
-    status = judged(cli_flag_model, renumbered(events[:first_test] + events[-1:]), tmp_path)
+    status = judged(model_of(task), renumbered(events[:first_test] + events[-1:]), tmp_path)
     assert status.verdict == "fail" and "never checked its work" in status.details
     assert status.cause == "agent_error"
 
 
+@DEVTRACES
 def test_a_run_taking_lines_out_of_a_pinned_test_fails(cli_flag_model):
     # the test run's agent edited the test every successful run only added to
     status = judge_run(cli_flag_model,
@@ -85,6 +106,7 @@ def test_a_run_taking_lines_out_of_a_pinned_test_fails(cli_flag_model):
     assert status.verdict == "fail" and "out of tests/test_release.py" in status.details
 
 
+@DEVTRACES
 def test_a_run_taking_lines_out_of_a_file_no_successful_run_changed_fails():
     # three successful runs that never touched the pinned test: the failure still shows
     runs = read_runs([CLI_FLAG / "train"])[5:]
@@ -97,6 +119,7 @@ def test_a_run_taking_lines_out_of_a_file_no_successful_run_changed_fails():
         assert "out of tests/test_release.py, which no successful run changed" in status.details
 
 
+@DEVTRACES
 def test_from_few_runs_only_the_words_the_goal_names_are_required(cli_flag_model):
     # all eight runs added `SUPPRESS` (how they hid the option's default): from three,
     # a shared habit cannot be told from a need, and the goal never names it
@@ -105,8 +128,9 @@ def test_from_few_runs_only_the_words_the_goal_names_are_required(cli_flag_model
     assert "SUPPRESS" not in few and "lines" in few
 
 
-def test_another_objects_page_with_the_same_pixels_is_not_the_end(tmp_path):
-    model = learn(read_runs([RENAME / "train"]))
+@DEVTRACES
+def test_another_objects_page_with_the_same_pixels_is_not_the_end():
+    model = model_of(RENAME)
     # renamed another category: its page looks exactly like the right one's, its address not
     other = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-20.jsonl"))
     assert other.verdict == "fail" and other.cause == "agent_error"
@@ -115,39 +139,53 @@ def test_another_objects_page_with_the_same_pixels_is_not_the_end(tmp_path):
     assert listed.verdict == "fail" and "every successful run's work made go" in listed.details
 
 
-def test_signs_survive_a_snapshot(cli_flag_model):
-    run = read_run(CLI_FLAG / "test" / "slugify-cli-flag-test-04.jsonl")
-    matcher = Matcher(cli_flag_model)
-    for event in run.events[:-1]:
+@pytest.mark.parametrize(("task", "run"), [
+    (CODE, "slugify-fix-regex-bug-test-10"),
+    dev(CLI_FLAG, "slugify-cli-flag-test-04", id="cli-flag")])
+def test_signs_survive_a_snapshot(task, run):
+    model = model_of(task)
+    events = read_run(task / "test" / f"{run}.jsonl").events
+    matcher = Matcher(model)
+    for event in events[:-1]:
         matcher.feed(event)
-    resumed = restore(cli_flag_model, json.loads(json.dumps(snapshot(matcher))))
-    assert resumed.feed(run.events[-1]).verdict == "fail"
+    resumed = restore(model, json.loads(json.dumps(snapshot(matcher))))
+    assert resumed.feed(events[-1]).verdict == "fail"
 
 
-def test_a_server_error_no_successful_run_received_is_the_products_fault():
-    model = learn(read_runs([RENAME / "train"]))
+# a run whose request Django answered with its plain 500 error page, and that request
+SERVER_ERRORS = [(NETWORK, "dj-search-open-test-10", "GET /admin/library/book/75/change/"),
+                 dev(RENAME, "dj-rename-category-test-09", "POST /admin/library/category/",
+                     id="rename")]
+
+
+@pytest.mark.parametrize(("task", "run", "request_line"), SERVER_ERRORS)
+def test_a_server_error_no_successful_run_received_is_the_products_fault(task, run, request_line):
+    model = model_of(task)
     assert all(status < 400 for status in model.statuses)
-    # the save answered 500: Django's plain error page
-    status = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-09.jsonl"))
+    status = judge_run(model, read_run(task / "test" / f"{run}.jsonl"))
     assert status.verdict == "fail" and status.cause == "product_bug"
-    assert status.details.startswith("the server answered POST /admin/library/category/")
+    assert status.details.startswith(f"the server answered {request_line}")
 
 
-def test_a_later_good_answer_to_the_same_request_makes_an_error_good(tmp_path):
-    model = learn(read_runs([RENAME / "train"]))
-    events = events_of(RENAME / "train" / "dj-rename-category-train-01.jsonl")
+@pytest.mark.parametrize(("task", "run"), [
+    (NETWORK, "dj-search-open-train-07"),
+    dev(RENAME, "dj-rename-category-train-01", id="rename")])
+def test_a_later_good_answer_to_the_same_request_makes_an_error_good(task, run, tmp_path):
+    model = model_of(task)
+    events = events_of(task / "train" / f"{run}.jsonl")
     states = [event for event in events if event["kind"] == "state"]
     request = {"method": "GET", "path": "/admin/jsi18n/", "type": "script"}
     states[-2]["observation"]["network"] = [dict(request, status=503)]
     states[-1]["observation"]["network"] = []
-    shots = RENAME / "train" / "shots" / "dj-rename-category-train-01"
+    shots = task / "train" / "shots" / run
     assert "answered GET /admin/jsi18n/ with 503" in judged(model, events, tmp_path, shots).details
     states[-1]["observation"]["network"] = [dict(request, status=200)]
     assert judged(model, events, tmp_path, shots).verdict == "pass"
 
 
+@DEVTRACES
 def test_an_end_showing_the_typed_text_otherwise_fails():
-    model = learn(read_runs([RENAME / "train"]))
+    model = model_of(RENAME)
     assert model.end_texts == ["Crime & Mystery"]
     # "Crime &Mystery" saved: the same words, not the text every successful run typed
     status = judge_run(model, read_run(RENAME / "test" / "dj-rename-category-test-17.jsonl"))
@@ -170,6 +208,7 @@ def test_where_successful_runs_disagree_on_checking_a_run_that_does_not_passes_w
     assert checked.verdict == "pass" and not checked.warnings
 
 
+@DEVTRACES
 def test_a_row_holding_the_text_the_agent_typed_is_its_own_choice_not_another_row():
     # three training runs left the description empty ('-'); this success typed one
     model = learn(read_runs([RENAME / "train" / f"dj-rename-category-train-0{n}.jsonl"

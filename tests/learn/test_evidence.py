@@ -3,7 +3,7 @@ lasting milestones required, required outputs, the run's end, and files left alo
 import copy
 import dataclasses
 
-from devsets import SHARED
+from devsets import DEVTRACES, SHARED
 from tracegen import as_run, events_for, tool_run
 
 from trustlayer.judge.matcher import judge_run
@@ -135,6 +135,7 @@ def changed_files(run) -> set[str]:
             if trees[-1].get(path) != trees[0].get(path)}
 
 
+@DEVTRACES
 def test_real_successes_that_touched_other_files_pass_a_model_of_runs_that_did_not():
     # the cli-flag task's test successes put their test in a new file or test_release.py;
     # half of its training runs put it in test_cli_interrupt.py, which none of them touched

@@ -2,20 +2,19 @@
 import re
 
 import pytest
-from devsets import DEV_TASKS, REPO, SHARED
+from devsets import DATA, DEV_TASKS, EXAMPLES, SHARED, SLICE_TASKS, dev
 
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 
-TASKS = list(DEV_TASKS)
 TOKENISED = re.compile(r"\w ' \w|\w \. \w|\w - \w\w* - |\( \w|\w \)")  # "runner ' s", "a . py"
 
 
-@pytest.fixture(scope="module", params=TASKS + ["examples/tool-calling"])
+@pytest.fixture(scope="module", params=[
+    EXAMPLES / "tool-calling", *(DATA / name for name in SLICE_TASKS),
+    *(dev(SHARED / name, id=name) for name in DEV_TASKS)], ids=lambda path: path.name)
 def model(request):
-    train = (REPO / request.param if request.param.startswith("examples") else
-             SHARED / request.param) / "train"
-    return learn(read_runs([train]))
+    return learn(read_runs([request.param / "train"]))
 
 
 def test_names_are_distinct_and_readable(model):

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from devsets import SHARED
+from devsets import DATA, EXAMPLES
 from PIL import Image
 
 from trustlayer.cli import main
@@ -119,9 +119,7 @@ def test_visual_regression_uses_playwrights_default_threshold():
 
 @pytest.fixture(scope="module")
 def jupyter():
-    root = SHARED / "jupyter-dev"
-    if not root.is_dir():
-        pytest.fail(f"dev traces missing at {root}: the repo expects ../shared beside it")
+    root = EXAMPLES / "jupyter"
     train = read_runs([root / "train"])
     return root, train, learn(train)
 
@@ -150,19 +148,17 @@ def small_task(tmp_path: Path, name: str, source: Path, tests: list[str]) -> Pat
 
 
 def test_eval_over_task_folders_prints_and_writes_the_table(tmp_path, capsys):
-    if not SHARED.is_dir():
-        pytest.fail(f"dev traces missing at {SHARED}")
     root = tmp_path / "tasks"
-    small_task(root, "jupyter", SHARED / "jupyter-dev",
-               [f"jl-save-textfile-test-{n:02d}" for n in (1, 2, 5, 6)])
-    small_task(root, "coding", SHARED / "coding-dev",
-               [f"slugify-move-unicode-filter-test-{n:02d}" for n in (1, 3, 4)])
+    small_task(root, "jupyter", EXAMPLES / "jupyter",
+               [f"jl-save-textfile-test-{n:02d}" for n in (5, 8, 11, 20)])
+    small_task(root, "coding", DATA / "slugify-fix-regex-bug",
+               [f"slugify-fix-regex-bug-test-{n:02d}" for n in (10, 20)])
     table = tmp_path / "table.md"
     assert main(["-q", "eval", str(root), "--baselines", "--markdown", str(table)]) == 0
     out = capsys.readouterr().out
     for judge in ["trustlayer", *baselines.BASELINES]:
         assert out.count(judge) >= 3, judge  # two tasks and overall
-    assert "learned from 8 runs in" in out and "overall (2 tasks, 7 test runs)" in out
+    assert "learned from 8 runs in" in out and "overall (2 tasks, 6 test runs)" in out
     markdown = table.read_text()
     rows = [line for line in markdown.splitlines() if line.startswith("| ")]
     assert len(rows) == 3 * 8  # header, rule, six judges; per task and overall
@@ -173,7 +169,7 @@ def test_eval_over_task_folders_prints_and_writes_the_table(tmp_path, capsys):
 def test_eval_model_dir_baselines_json(tmp_path, capsys, jupyter):
     root, _, model = jupyter
     task = small_task(tmp_path, "jl", root, ["jl-save-textfile-test-05",
-                                              "jl-save-textfile-test-02"])
+                                              "jl-save-textfile-test-08"])
     model.save(tmp_path / "model.json")
     assert main(["-q", "eval", str(tmp_path / "model.json"), str(task / "test"), "--baselines",
                  "--json"]) == 0
@@ -184,5 +180,5 @@ def test_eval_model_dir_baselines_json(tmp_path, capsys, jupyter):
     assert judges["trustlayer"]["accuracy"] == 1.0
     assert judges["self-report"]["cause_f1"] is None
     # without train/ beside DIR the baselines need --reference
-    assert main(["-q", "eval", str(tmp_path / "model.json"), str(SHARED / "jupyter-dev" / "test"),
+    assert main(["-q", "eval", str(tmp_path / "model.json"), str(root / "test"),
                  "--baselines", "--reference", str(tmp_path / "nowhere")]) == 2

@@ -6,13 +6,13 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import pytest
-from devsets import SHARED
+from devsets import DEVTRACES, SHARED
 
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import Run, load_labels, read_runs
 
+pytestmark = DEVTRACES
 TAU = SHARED / "tau-airline-dev"
 MAX_FALSE_FAILURES = 2  # of the set's 38 successes (issue "Judgement III": 2 of 38)
 
@@ -25,8 +25,6 @@ def _without_read_only(run: Run) -> Run:
 
 def _verdicts(strip: bool) -> list[tuple[str, str, str]]:
     """(run id, label, verdict) of every fold's test run, models from its train runs."""
-    if not TAU.is_dir():
-        pytest.fail(f"dev traces missing at {TAU}: the repo expects ../shared beside it")
     found = []
     for fold in sorted(path for path in TAU.iterdir() if (path / "train").is_dir()):
         train, test = (read_runs([fold / part]) for part in ("train", "test"))

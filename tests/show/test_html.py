@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from devsets import EXAMPLES, SHARED
+from devsets import DATA, DEVTRACES, EXAMPLES, SHARED
 from PIL import Image
 
 from trustlayer.cli import main
@@ -31,8 +31,6 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory) -> Path:
     """The JupyterLab model, with negative milestones from one labelled failed run."""
-    if not JUPYTER.is_dir():
-        pytest.fail(f"dev traces missing at {JUPYTER}: the repo expects ../shared beside it")
     failed = read_run(NEGATIVE_SOURCE)
     cause = load_labels(JUPYTER / "test")[failed.run_id]["cause"]
     model = learn(read_runs([JUPYTER / "train"]) + [failed], causes={failed.run_id: cause})
@@ -78,6 +76,7 @@ def classes(page: Page, tag: str) -> list[set[str]]:
     return [set(a.get("class", "").split()) for t, a in page.tags if t == tag]
 
 
+@DEVTRACES
 def test_report_is_self_contained(report):
     page = parse(report)
     assert not [a for t, a in page.tags if t == "script"], "the report needs no script"
@@ -92,6 +91,7 @@ def test_report_is_self_contained(report):
         (a.get("src") or a.get("href")).startswith("data:image/") for a in images)
 
 
+@DEVTRACES
 def test_report_shows_the_model(report, model_file):
     from trustlayer.model import Model
     model = Model.load(model_file)
@@ -108,6 +108,7 @@ def test_report_shows_the_model(report, model_file):
         assert phase.name in text
 
 
+@DEVTRACES
 def test_report_shows_each_run_and_the_divergence(report):
     page = parse(report)
     text = " ".join(" ".join(page.text).split())
@@ -158,6 +159,7 @@ def test_console_check_catches_a_broken_page(tmp_path):
     assert any("Uncaught ReferenceError" in line for line in console), console
 
 
+@DEVTRACES
 def test_report_renders_in_chromium(report, tmp_path):
     pixels, console = render(report, tmp_path, "1400,3200")  # the graph and a first run
     assert console == [], console
@@ -167,6 +169,7 @@ def test_report_renders_in_chromium(report, tmp_path):
     assert blue.sum() > 200 and red.sum() > 50, "milestones (blue) and failures (red) not drawn"
 
 
+@DEVTRACES
 def test_show_png_draws_the_graph(model_file, tmp_path, capsys):
     out = tmp_path / "graph.png"
     assert main(["show", str(model_file), "--png", str(out)]) == 0
@@ -184,11 +187,11 @@ def test_show_png_draws_the_graph(model_file, tmp_path, capsys):
 
 
 def test_text_only_report(tmp_path):
-    coding = SHARED / "coding-dev"
+    coding = DATA / "slugify-fix-regex-bug"
     model = learn(read_runs([coding / "train"]))
     model.save(tmp_path / "model.json")
     out = tmp_path / "coding.html"
-    run = coding / "test" / "slugify-move-unicode-filter-test-03.jsonl"
+    run = coding / "test" / "slugify-fix-regex-bug-test-10.jsonl"
     assert main(["-q", "report", str(tmp_path / "model.json"), str(run), "-o", str(out)]) == 0
     page = parse(out)
     text = " ".join(" ".join(page.text).split())
@@ -197,6 +200,7 @@ def test_text_only_report(tmp_path):
     assert main(["show", str(tmp_path / "model.json"), "--png", str(tmp_path / "g.png")]) == 0
 
 
+@DEVTRACES
 def test_a_negative_milestone_is_shown_beside_the_frame(tmp_path):
     failed = [read_run(JUPYTER / "test" / "jl-save-textfile-test-02.jsonl")]
     model = learn(read_runs([JUPYTER / "train"]) + failed,
@@ -224,11 +228,13 @@ def measure_in_chromium(page: Path, tmp_path: Path, width: int) -> tuple[int, in
     return int(found.group(1)), int(found.group(2))
 
 
+@DEVTRACES
 def test_nothing_overflows_the_window_to_the_right(report, tmp_path):
     document, window = measure_in_chromium(report, tmp_path, 1000)
     assert document <= window, f"the page is {document} px wide in a {window} px window"
 
 
+@DEVTRACES
 def test_expected_state_is_a_real_screen_with_the_training_runs(model_file, tmp_path):
     without, with_train = tmp_path / "thumb.html", tmp_path / "real.html"
     assert main(["-q", "report", str(model_file), str(PRODUCT_BUG), "-o", str(without)]) == 0
@@ -249,6 +255,7 @@ def test_expected_state_is_a_real_screen_with_the_training_runs(model_file, tmp_
     assert classes_with == set() and "jl-save-textfile-train-" in figure
 
 
+@DEVTRACES
 def test_the_deciding_words_are_marked_as_a_diff(model_file, tmp_path):
     out = tmp_path / "diff.html"
     hello_word = EXAMPLES_TEST / "jl-save-textfile-test-14.jsonl"  # typed 'hello word'
@@ -261,6 +268,7 @@ def test_the_deciding_words_are_marked_as_a_diff(model_file, tmp_path):
     assert "Ln 1, Col 12" in diff and " , " not in diff, "text, not tokens"
 
 
+@DEVTRACES
 def test_failures_come_first_under_a_summary_and_the_model_is_folded(report):
     html_text = report.read_text(encoding="utf-8")
     summary = html_text[html_text.index('<div class="summary'):]
@@ -279,6 +287,7 @@ def test_failures_come_first_under_a_summary_and_the_model_is_folded(report):
     assert ".graph-fit svg { width: 100%" in html_text
 
 
+@DEVTRACES
 def test_screens_open_at_full_resolution_beside_their_pixel_difference(model_file, tmp_path):
     import base64
     import io
