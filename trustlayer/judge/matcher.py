@@ -294,7 +294,7 @@ class Matcher:
         """A conversation's event (None: it ended after `seq` without its end event), judged
         by what the run changed and told (:mod:`trustlayer.judge.effects`)."""
         if event is not None and event.kind == "state":  # a row for the report's frames
-            self.history.append(Observed(event.seq, event.ts, [], []))
+            self.history.append(Observed(event.seq, event.ts, [], [], []))
         status, found = self.current, self.effects.judge(event, seq, self.model.effects)
         status.matched, status.missing, status.coverage = found.progress
         if found.failure is not None:
