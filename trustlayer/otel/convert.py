@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
-import re
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -18,20 +15,10 @@ from trustlayer.errors import TraceError
 from trustlayer.observe.traces import OUTCOMES
 from trustlayer.otel.conventions import Step, run_key, step_of
 from trustlayer.otel.otlp import Span, otlp_files, read_spans
+from trustlayer.runner.conversions import file_safe, tool_call
 from trustlayer.runner.events import EventBuilder
-from trustlayer.runner.sinks import TraceDir
 
 OUTCOME_ATTRIBUTE = "trustlayer.outcome"  # a runner may record the ground truth on the agent span
-
-
-def file_safe(key: str) -> str:
-    """`key` as a run id that is also a file name.
-
-    >>> file_safe("conv/42:a")
-    'conv_42_a'
-    """
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", key)
-    return "_" + safe if safe.startswith(".") else safe
 
 
 def group_runs(spans: Iterable[Span]) -> dict[str, list[Span]]:
@@ -45,24 +32,6 @@ def group_runs(spans: Iterable[Span]) -> dict[str, list[Span]]:
         key = next((k for k in map(run_key, members) if k), trace_id)
         runs.setdefault(key, []).extend(members)
     return runs
-
-
-def _tool_call(arguments: str | None) -> tuple[str | None, dict[str, Any] | None]:
-    """(value, args) of a tool call: an object's first text argument is the value (the
-    command or query the action signature compares), the object its args.
-
-    >>> _tool_call('{"command": "ls -l", "timeout": 5}')
-    ('ls -l', {'command': 'ls -l', 'timeout': 5})
-    >>> _tool_call("ls")
-    ('ls', None)
-    """
-    try:
-        parsed = json.loads(arguments) if arguments else None
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        return arguments, None
-    return next((v for v in parsed.values() if isinstance(v, str)), None), parsed
 
 
 def _image(uri: str, span: Span) -> bytes:
@@ -95,7 +64,7 @@ def _events(run_id: str, steps: list[Step], task: str | None, outcome: str) -> l
     for step in work:
         try:
             if step.kind == "tool":
-                value, args = _tool_call(step.arguments)
+                value, args = tool_call(step.arguments)
                 out.append(events.action("tool", step.tool, value, args, ts=step.span.start,
                                          meta=_meta(step)))
                 if step.result is not None:
@@ -137,13 +106,3 @@ def convert(paths: Iterable[str | Path], task: str | None = None,
         run_id = file_safe(key)
         runs[run_id] = _events(run_id, steps, task, outcome)
     return runs
-
-
-def write_runs(runs: dict[str, list[dict]], output: str | Path) -> None:
-    """Write `runs` to the trace directory `output`, replacing runs of the same id."""
-    sink = TraceDir(output)
-    for run_id, events in runs.items():
-        (sink.directory / f"{run_id}.jsonl").unlink(missing_ok=True)
-        shutil.rmtree(sink.directory / "shots" / run_id, ignore_errors=True)
-        for event in events:
-            sink.write(event)

@@ -65,10 +65,13 @@ class EventBuilder:
         return self._event("state", ts, meta, observation=observation)
 
     def action(self, type: str, target: str | None = None, value: str | None = None,
-               args: dict[str, Any] | None = None, *, ts: float | None = None,
-               meta: dict[str, Any] | None = None) -> dict[str, Any]:
-        """An ``action`` event: what the agent did (`type` is one of the format's)."""
-        fields = {"type": type, "target": target, "value": value, "args": args}
+               args: dict[str, Any] | None = None, *, read_only: bool | None = None,
+               ts: float | None = None, meta: dict[str, Any] | None = None
+               ) -> dict[str, Any]:
+        """An ``action`` event: what the agent did (`type` is one of the format's);
+        `read_only` (tool and api calls) is written only when given."""
+        fields = {"type": type, "target": target, "value": value, "args": args,
+                  "read_only": read_only}
         return self._event("action", ts, meta,
                            action={k: v for k, v in fields.items() if v is not None})
 
