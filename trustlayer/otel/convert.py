@@ -1,8 +1,11 @@
 """Telemetry spans into runs of the trace format: one run per conversation
 (``gen_ai.conversation.id``, OpenInference ``session.id``) or else per trace; a tool call
-is an ``action`` (type ``tool``) followed by a ``state`` holding its result, an agent
-message a ``state`` with its text and any image as the screenshot. Span ids and the
-attributes no step used travel in each event's ``meta.otel``."""
+is an ``action`` (type ``tool``, with its read-only hint) followed by a ``state`` holding
+its result and any error it failed with; a model call is a ``state`` with the user's new
+message (and any image as the screenshot) and a ``message`` action with what the assistant
+said. Span ids and the attributes no step used travel in each event's ``meta.otel``; the
+agent's release (``gen_ai.agent.version``, else ``service.version``) in
+``meta.agent_version`` of every event."""
 from __future__ import annotations
 
 import base64
@@ -13,7 +16,7 @@ from typing import Any
 
 from trustlayer.errors import TraceError
 from trustlayer.observe.traces import OUTCOMES
-from trustlayer.otel.conventions import Step, run_key, step_of
+from trustlayer.otel.conventions import SERVICE_VERSION, Step, run_key, step_of
 from trustlayer.otel.otlp import Span, otlp_files, read_spans
 from trustlayer.runner.conversions import file_safe, tool_call
 from trustlayer.runner.events import EventBuilder
@@ -50,29 +53,49 @@ def _meta(step: Step) -> dict[str, Any]:
     return {"otel": otel}
 
 
+def _step_events(events: EventBuilder, step: Step) -> list[dict[str, Any]]:
+    """The events of one tool or model call (none for a call that holds nothing)."""
+    span, meta = step.span, _meta(step)
+    if step.kind == "tool":
+        value, args = tool_call(step.arguments)
+        out = [events.action("tool", step.tool, value, args, read_only=step.read_only,
+                             ts=span.start, meta=meta)]
+        # a failed call's error belongs to what the agent saw next (a 5xx, an SMTP 421)
+        seen = "\n".join(text for text in (step.result, step.error) if text is not None)
+        if step.result is not None or step.error:
+            out.append(events.state(text=seen, ts=span.end))
+        return out
+    out = []
+    if step.heard or step.image:
+        out.append(events.state(text=step.heard, ts=span.start, meta=meta,
+                                screenshot=_image(step.image, span) if step.image else None))
+    if step.said:
+        out.append(events.message(step.said, ts=span.end, meta=meta))
+    return out
+
+
+def _version(steps: list[Step]) -> dict[str, str] | None:
+    """``meta.agent_version`` of a run: the agent span's, else its service's."""
+    version = next((s.version for s in steps if s.version), None) or next(
+        (str(s.span.resource[SERVICE_VERSION]) for s in steps
+         if SERVICE_VERSION in s.span.resource), None)
+    return {"agent_version": version} if version else None
+
+
 def _events(run_id: str, steps: list[Step], task: str | None, outcome: str) -> list[dict]:
     agent = next((s for s in steps if s.kind == "agent"), None)
     work = [s for s in steps if s.kind != "agent"]
     first = (agent or steps[0]).span
-    if not any(s.kind == "tool" or s.text or s.image for s in work):
+    if not any(s.kind == "tool" or s.heard or s.said or s.image for s in work):
         raise TraceError(f"trace {first.trace_id}: no tool calls or agent messages "
                          "(execute_tool/chat or TOOL/LLM spans) to make a run of",
                          first.source, first.line)
     name = task or (agent.agent if agent else None) or "otel"
-    events = EventBuilder(run_id, str(name))
+    events = EventBuilder(run_id, str(name), meta=_version(steps))
     out = []
     for step in work:
         try:
-            if step.kind == "tool":
-                value, args = tool_call(step.arguments)
-                out.append(events.action("tool", step.tool, value, args, ts=step.span.start,
-                                         meta=_meta(step)))
-                if step.result is not None:
-                    out.append(events.state(text=step.result, ts=step.span.end))
-            elif step.text or step.image:
-                out.append(events.state(text=step.text, ts=step.span.end, meta=_meta(step),
-                                        screenshot=_image(step.image, step.span)
-                                        if step.image else None))
+            out += _step_events(events, step)
         except TraceError as exc:  # said at the span it came from
             raise TraceError(f"span '{step.span.name}': {exc.message}", step.span.source,
                              step.span.line) from None
