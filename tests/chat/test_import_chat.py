@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from devsets import SHARED
 
 from trustlayer.cli import main
 from trustlayer.observe.traces import read_run, read_runs
@@ -150,3 +151,44 @@ def test_read_only_without_patterns_is_a_usage_error(tmp_path, capsys):
     assert run_import(tmp_path / "support.json", "-o", tmp_path / "runs",
                       "--read-only", " , ") == 2
     assert "--read-only: give the tools" in capsys.readouterr().err
+
+
+def as_messages(run) -> list[dict]:
+    """A run in the conversation convention written back as the message list it came
+    from: a state after a tool call is its result, any other state the user speaking."""
+    messages: list[dict] = [SYSTEM]
+    for previous, event in zip([None, *run.events], run.events):
+        if event.kind == "state" and previous is not None and previous.kind == "action" \
+                and previous.action.type == "tool":
+            messages.append({"role": "tool", "tool_call_id": f"c{previous.seq}",
+                             "content": event.observation.text})
+        elif event.kind == "state":
+            messages.append({"role": "user", "content": event.observation.text})
+        elif event.kind == "action" and event.action.type == "message":
+            messages.append({"role": "assistant", "content": event.action.value})
+        elif event.kind == "action":
+            messages.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{event.seq}", "type": "function", "function": {
+                    "name": event.action.target, "arguments": json.dumps(event.action.args)}}]})
+    return messages
+
+
+def test_the_tau_airline_dev_runs_are_what_import_chat_makes(tmp_path):
+    """The shared tau-bench runs, written back as message lists, import to the same events
+    (all but the times): the command makes runs in the shape the dev set was judged in."""
+    folders = sorted((SHARED / "tau-airline-dev").glob("tau-airline-*-all/*"))
+    runs = read_runs([folder for folder in folders if folder.is_dir()])
+    assert len(runs) >= 20  # successes and failures of several tasks
+    reads = ",".join(sorted({e.action.target for run in runs for e in run.events
+                             if e.action and e.action.read_only}))
+    for run in runs:
+        (tmp_path / f"{run.run_id}.json").write_text(json.dumps(as_messages(run)))
+        assert run_import(tmp_path / f"{run.run_id}.json", "-o", tmp_path / "runs",
+                          "--task", run.task, "--read-only", reads) == 0
+        imported = read_run(tmp_path / "runs" / f"{run.run_id}.jsonl")
+        assert [strip(e.raw) for e in imported.events[:-1]] == \
+            [strip(e.raw) for e in run.events[:-1]]
+
+
+def strip(raw: dict) -> dict:
+    return {k: v for k, v in raw.items() if k not in ("ts",)}
