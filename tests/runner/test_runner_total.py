@@ -11,8 +11,10 @@ import threading
 import uuid
 from datetime import date, datetime, timezone
 from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 
+import numpy
 import pytest
 
 from trustlayer.errors import TraceError
@@ -79,7 +81,9 @@ def test_arguments_without_a_json_form_are_converted_as_documented(tmp_path):
             "seats": {"12C", "12A"}, "frozen": frozenset({3, 1}), "pair": (1, 2),
             "note": b"caf\xc3\xa9", "blob": b"\xff\x00", "ratio": float("nan"),
             "cap": float("inf"), "floor": Decimal("-Infinity"), "cabin": Cabin.ECONOMY,
-            "id": ident, "by_number": {1: "one"}, "path": Path("a/b.txt")}
+            "id": ident, "by_number": {1: "one"}, "path": Path("a/b.txt"),
+            "count": numpy.int64(3), "share": numpy.float32(0.5), "half": Fraction(1, 2),
+            "lost": numpy.float64("nan")}
     with Run("t", TraceDir(tmp_path), "r") as run:
         run.action("tool", "book", args=args, meta={"total": Decimal("3.1"),
                                                     "seen": {"x"}})
@@ -90,7 +94,8 @@ def test_arguments_without_a_json_form_are_converted_as_documented(tmp_path):
         "seats": ["12A", "12C"], "frozen": [1, 3], "pair": [1, 2], "note": "café",
         "blob": "data:application/octet-stream;base64,/wA=", "ratio": "NaN",
         "cap": "Infinity", "floor": "-Infinity", "cabin": "economy", "id": str(ident),
-        "by_number": {"1": "one"}, "path": "a/b.txt"}
+        "by_number": {"1": "one"}, "path": "a/b.txt", "count": 3, "share": 0.5,
+        "half": 0.5, "lost": "NaN"}
     assert first["meta"] == {"total": "3.1", "seen": ["x"]}
     assert second["observation"]["a11y"] == {"rows": ["-Infinity"]}
     assert [e.seq for e in read_run(tmp_path / "r.jsonl").events] == [0, 1, 2]

@@ -11,6 +11,8 @@ Python value                          JSON form
 ``date``, ``datetime``, ``time``      ISO 8601 text (``"2026-12-04T10:00:00+00:00"``)
 ``set``, ``frozenset``                a list, sorted by the members' JSON text
 ``tuple``                             a list
+other integers and reals (numpy's,    an ``int``; a ``float`` (NaN and infinities as
+``Fraction``)                         above)
 ``bytes``, ``bytearray``              UTF-8 text if it decodes, else a
                                       ``data:application/octet-stream;base64,`` URI
 ``Enum``                              the form of its value
@@ -24,6 +26,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import numbers
 from collections.abc import Mapping
 from datetime import date, time
 from decimal import Decimal
@@ -69,6 +72,10 @@ def _scalar(value: Any) -> tuple[bool, Any]:
         finite = math.isfinite(value) if isinstance(value, float) else value.is_finite()
         return True, (value if isinstance(value, float) else str(value)) if finite \
             else _non_finite(value)
+    if isinstance(value, numbers.Integral):  # numpy's integers, among others
+        return True, int(value)
+    if isinstance(value, numbers.Real):  # numpy's floats, fractions
+        return _scalar(float(value))
     if isinstance(value, (date, time)):  # datetime is a date
         return True, value.isoformat()
     if isinstance(value, (bytes, bytearray)):
