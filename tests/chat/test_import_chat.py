@@ -121,6 +121,8 @@ BAD = [
     (json.dumps([{"role": "user", "content": "hi"},
                  {"role": "tool", "tool_call_id": "x9", "content": "ok"}]), "",
      "message 1: tool_call_id 'x9' answers no earlier tool call"),
+    (json.dumps([{"role": "assistant", "tool_calls": {"id": "1"}}]), "",
+     "message 0: tool_calls must be a list"),
     (json.dumps([{"role": "user", "content": {"text": "hi"}}]), "",
      "message 0: content must be a string or a list of parts, got dict"),
     (json.dumps([conversation(), [SYSTEM, {"role": "user", "content": 5}]]), "",

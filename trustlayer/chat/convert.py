@@ -55,7 +55,7 @@ class _Replay:
 
     def __init__(self, events: EventBuilder, read_only: Sequence[str] | None):
         self.events, self.read_only = events, read_only
-        self.calls: dict[str, str] = {}  # tool_call_id -> tool name
+        self.calls: set[str] = set()  # the ids of the tool calls made so far
 
     def _ts(self) -> float:
         return float(self.events.seq)
@@ -71,12 +71,15 @@ class _Replay:
             return [self.events.state(text=text, ts=self._ts())] if text else []
         if role == "tool":
             call_id = message.get("tool_call_id")
-            if call_id is not None and call_id not in self.calls:
+            if call_id is not None and str(call_id) not in self.calls:
                 raise ValueError(f"tool_call_id {call_id!r} answers no earlier tool call")
             return [self.events.state(text=text or "", ts=self._ts())]
         if role == "assistant":
-            said = [self.events.action("message", "user", text, ts=self._ts())] if text else []
-            return said + [self._call(call) for call in message.get("tool_calls") or []]
+            calls = message.get("tool_calls") or []
+            if not isinstance(calls, list):
+                raise ValueError("tool_calls must be a list")
+            said = [self.events.message(text, ts=self._ts())] if text else []
+            return said + [self._call(call) for call in calls]
         return []
 
     def _call(self, call: Any) -> dict[str, Any]:
@@ -91,7 +94,7 @@ class _Replay:
             raise ValueError("function.arguments must be a JSON string")
         value, args = tool_call(arguments)
         if call.get("id") is not None:
-            self.calls[str(call["id"])] = name
+            self.calls.add(str(call["id"]))
         return self.events.action("tool", name, value, args,
                                   read_only=read_only_of(name, self.read_only), ts=self._ts())
 
