@@ -99,6 +99,8 @@ def _from_events(span: Span, output: bool) -> list[Said]:
         if (event.name in OUTPUT_EVENTS) != output:
             continue
         if event.name in ("gen_ai.content.prompt", "gen_ai.content.completion"):
+            # gen_ai.content.prompt holds gen_ai.prompt, gen_ai.content.completion
+            # gen_ai.completion
             found += _listed(event.attributes.get(event.name.replace("content.", "")))
         elif event.name in ROLE_EVENTS:
             message = event.attributes.get("message", event.attributes)
