@@ -133,12 +133,22 @@ def test_the_older_flattened_and_event_forms_are_read(tmp_path):
             span.add_event("gen_ai.user.message", {"content": "Where is my parcel?"})
             span.add_event("gen_ai.choice", {"index": 0, "message": json.dumps(
                 {"role": "assistant", "content": "On its way."})})
+        with tracer.start_as_current_span("chat content events", attributes={
+                genai.GEN_AI_OPERATION_NAME: "chat"}) as span:
+            span.add_event("gen_ai.content.prompt", {"gen_ai.prompt": json.dumps(
+                [{"role": "user", "content": "Where is my parcel?"},
+                 {"role": "assistant", "content": "On its way."},
+                 {"role": "user", "content": "When?"}])})
+            span.add_event("gen_ai.content.completion", {"gen_ai.completion": json.dumps(
+                [{"role": "assistant", "content": "Tomorrow."}])})
     provider.shutdown()
     run = imported(tmp_path, "--task", "old")
     assert shape(run) == [("state", "Hello"), ("action", "message", "user", None),
                           ("state", "Where is my parcel?"),
+                          ("action", "message", "user", None), ("state", "When?"),
                           ("action", "message", "user", None), ("end",)]
-    assert [e.action.value for e in run.events if e.action] == ["Hi there", "On its way."]
+    assert [e.action.value for e in run.events if e.action] == ["Hi there", "On its way.",
+                                                                "Tomorrow."]
 
 
 def test_openinference_conversations_and_tool_hints(tmp_path):
