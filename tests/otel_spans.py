@@ -40,9 +40,11 @@ def screenshot() -> str:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
-def span_writer(path: Path):
-    """A tracer whose spans are appended to `path` as OTLP/JSON, and its provider."""
-    provider = TracerProvider(resource=Resource.create({"service.name": "config-agent"}))
+def span_writer(path: Path, resource: dict | None = None):
+    """A tracer whose spans are appended to `path` as OTLP/JSON, and its provider;
+    `resource` adds to the service's attributes (``service.version``)."""
+    provider = TracerProvider(resource=Resource.create({"service.name": "config-agent",
+                                                        **(resource or {})}))
     provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(path)))
     return provider, provider.get_tracer("config-agent")
 

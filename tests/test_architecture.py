@@ -18,7 +18,7 @@ LAYERS = (
     ("trustlayer.settings", "trustlayer.errors", "trustlayer.graph_marks"),
     ("trustlayer.observe",),
     ("trustlayer.model", "trustlayer.model_check", "trustlayer.model_effects",
-     "trustlayer.inputs", "trustlayer.runner", "trustlayer.otel"),
+     "trustlayer.inputs", "trustlayer.runner", "trustlayer.otel", "trustlayer.chat"),
     ("trustlayer.compare",),
     ("trustlayer.learn",),
     ("trustlayer.judge",),

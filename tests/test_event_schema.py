@@ -48,6 +48,8 @@ def test_what_the_runner_library_writes_validates():
     written = [events.state(text="a", network=[{"method": "GET", "path": "/", "status": 200,
                                                  "type": "document"}]),
                events.action("tool", "bash", "ls", {"cwd": "/"}),
+               events.action("tool", "get_order", "42", read_only=True),
+               events.message("Order 42 is cancelled."),
                events.state(files={"a.py": "0" * 64}, a11y={"role": "tree", "name": ""}),
                events.end("failure", "success")]
     for event in written:

@@ -100,12 +100,43 @@ def _plain_line(record: dict[str, Any]) -> str:
     return verdict_text(record, Painter(False))
 
 
+def _readable(model: Model, args: argparse.Namespace) -> list[Run]:
+    """The runs under ``args.paths`` that read (of the model's task), each file that does
+    not said in one line; with ``--strict``, or when none reads, a :class:`TraceError`."""
+    from trustlayer.inputs import of_task, readable_runs, task_runs
+
+    if args.strict:
+        return task_runs(model, args.paths, args.quiet)
+    runs, problems = readable_runs(args.paths, args.quiet)
+    if problems and not runs:
+        for problem in problems[1:]:
+            print(f"trustlayer {args.command}: error: {problem}", file=sys.stderr)
+        raise problems[0]  # nothing to judge: exit 2
+    for problem in problems:
+        print(f"trustlayer {args.command}: error: {problem} (not judged; the other runs "
+              "are)", file=sys.stderr)
+    return of_task(model, runs)
+
+
+def _judged(model: Model, args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[str]]:
+    """The verdict records of the runs under ``args.paths`` and the paths judged: files
+    that do not read are left out (see :func:`_readable`), the others judged."""
+    from trustlayer.judge.batch import judge_paths
+
+    try:  # the common case reads every file once
+        return judge_paths(model, args.paths, args.quiet), list(args.paths)
+    except TraceError:
+        if args.strict:
+            raise
+    sources = [run.source for run in _readable(model, args)]
+    return judge_paths(model, sources, args.quiet), sources
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     """Judge the runs once; write the verdicts in every form asked for (standard output or
     ``-o``, ``--junit``, ``--markdown``, ``--report``, ``--github-output``); close with
     pytest's summary line (on standard error when standard output holds a format)."""
     from trustlayer.inputs import task_runs
-    from trustlayer.judge.batch import judge_paths
     from trustlayer.show import ci as outputs
     from trustlayer.show.terminal import Painter, summary_line, verdict_text, wants_colour
 
@@ -115,12 +146,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from trustlayer.judge.explain import analyse_runs
         from trustlayer.judge.status import VALIDATE_FIELDS
         from trustlayer.show.html import write_report
-        views = analyse_runs(model, task_runs(model, args.paths, args.quiet))
+        runs = _readable(model, args)
+        views = analyse_runs(model, runs)
         records = [view.status.to_json(VALIDATE_FIELDS) for view in views]
         references = task_runs(model, [args.train], args.quiet) if args.train else []
         write_report(model, views, args.report, references)
+        judged = [run.source for run in runs]
     else:
-        records = judge_paths(model, args.paths, args.quiet)
+        records, judged = _judged(model, args)
     plain = args.format == "text" and not args.output
     summary_to = sys.stdout if plain else sys.stderr
     paint = Painter(wants_colour(summary_to))
@@ -134,7 +167,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             outputs.write(records, model.task, fmt, path, _plain_line)
     if args.otel_verdicts:
         from trustlayer.otel.verdicts import export_verdicts  # the otel extra, only when asked
-        export_verdicts(records, task_runs(model, args.paths, True), args.otel_verdicts)
+        export_verdicts(records, task_runs(model, judged, True), args.otel_verdicts)
     if args.github_output:
         with open(args.github_output, "a", encoding="utf-8") as out:
             out.writelines(f"{name}={count}\n" for name, count in outputs.counts(records).items())
@@ -250,6 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 on any failed run (default), or only on product bugs")
     p.add_argument("--otel-verdicts", metavar="URL", help="also send each verdict as a "
                    "gen_ai.evaluation.result event to this OTLP/HTTP logs endpoint")
+    p.add_argument("--strict", action="store_true", help="a trace file that does not read "
+                   "stops the command (exit 2); by default it is reported in one line and "
+                   "the other runs are judged (exit 2 only when none reads)")
     p.set_defaults(func=cmd_validate)
     from trustlayer.score import eval_command
     eval_command.register(sub)

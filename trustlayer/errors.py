@@ -7,7 +7,8 @@ EXIT_CODES = """exit codes:
   0  every run passed (or the command did its job)
   1  some run failed (validate: as --fail-on counts)
   2  bad input or usage: a trace, model or labels file that does not read (the error names
-     the file and line), a missing path, wrong arguments"""
+     the file and line), a missing path, wrong arguments; validate judges the trace files
+     that read and exits 2 only when none does (or, with --strict, at the first bad one)"""
 
 
 class UsageError(Exception):

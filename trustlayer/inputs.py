@@ -10,7 +10,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from trustlayer.errors import ModelError, UsageError
+from trustlayer.errors import ModelError, TraceError, UsageError
 from trustlayer.model import Model
 from trustlayer.observe.traces import Run, read_run, trace_files
 
@@ -21,12 +21,30 @@ def progress(items: Sequence, description: str, quiet: bool) -> Any:
                 file=sys.stderr, leave=False)
 
 
-def read_traces(paths: Sequence[str | Path], description: str, quiet: bool) -> list[Run]:
-    """Every run in the trace files and folders `paths`."""
+def _trace_files(paths: Sequence[str | Path]) -> list[Path]:
     files = list(trace_files(paths))
     if not files:
         raise UsageError(f"no .jsonl trace files in {', '.join(map(str, paths))}")
-    return [read_run(f) for f in progress(files, description, quiet)]
+    return files
+
+
+def read_traces(paths: Sequence[str | Path], description: str, quiet: bool) -> list[Run]:
+    """Every run in the trace files and folders `paths`."""
+    return [read_run(f) for f in progress(_trace_files(paths), description, quiet)]
+
+
+def readable_runs(paths: Sequence[str | Path], quiet: bool
+                  ) -> tuple[list[Run], list[TraceError]]:
+    """The runs of the trace files under `paths` that read, and the error of each file
+    that does not: one corrupt file in a folder leaves the others to judge. A path that
+    does not exist is still an error of the whole call."""
+    runs, problems = [], []
+    for path in progress(_trace_files(paths), "reading", quiet):
+        try:
+            runs.append(read_run(path))
+        except TraceError as exc:
+            problems.append(exc)
+    return runs, problems
 
 
 def load_model(path: str, usage: str = "trustlayer validate MODEL.json RUN...") -> Model:
@@ -47,7 +65,11 @@ def load_model(path: str, usage: str = "trustlayer validate MODEL.json RUN...") 
 
 def task_runs(model: Model, paths: Sequence[str], quiet: bool) -> list[Run]:
     """The runs under `paths`, each checked to be of the model's task."""
-    runs = read_traces(paths, "reading", quiet)
+    return of_task(model, read_traces(paths, "reading", quiet))
+
+
+def of_task(model: Model, runs: list[Run]) -> list[Run]:
+    """`runs`, each checked to be of the model's task."""
     for run in runs:
         if run.task != model.task:
             raise UsageError(f"{run.source}: run of task '{run.task}', model is for "

@@ -30,7 +30,7 @@ def test_converted_runs_learn_and_the_failing_one_fails(tmp_path, convention):
         done = trustlayer("import", "otel", str(tmp_path / f"{name}.jsonl"), "-o",
                           str(tmp_path / "runs" / name))
         assert done.returncode == 0, done.stderr
-    assert "imported 3 runs (24 events)" in trustlayer(
+    assert "imported 3 runs (27 events)" in trustlayer(
         "import", "otel", str(tmp_path / "train.jsonl"), "-o", str(tmp_path / "again")).stderr
     learned = trustlayer("learn", str(tmp_path / "runs" / "train"), "-o", str(tmp_path / "m.json"))
     assert learned.returncode == 0, learned.stderr
@@ -48,14 +48,15 @@ def test_a_converted_run_holds_tools_results_messages_and_the_rest_in_meta(tmp_p
                       ).returncode == 0
     run = read_run(tmp_path / "runs" / "conv_7.jsonl")
     assert run.task == "config-fixer"
-    assert [e.kind for e in run.events] == ["action", "state"] * 3 + ["state", "end"]
+    assert [e.kind for e in run.events] == ["action", "state"] * 3 + ["state", "action", "end"]
     write = run.events[2]
     assert write.action.target == "write_file" and write.action.value == "config.ini"
     assert write.action.args == {"path": "config.ini", "content": "debug = false"}
     assert write.action.signature() == "tool:write_file:config.ini"
     assert run.events[3].observation.text == "wrote config.ini"
-    message = run.events[6].observation
-    assert message.text == GOOD[-1] and message.screenshot is not None
+    prompt, said = run.events[6].observation, run.events[7].action
+    assert prompt.text == "Here is the screen." and prompt.screenshot is not None
+    assert (said.type, said.target, said.value) == ("message", "user", GOOD[-1])
     assert run.events[0].ts < run.events[1].ts <= run.events[-1].ts
     otel = run.end.meta["otel"]
     assert otel["attributes"] == {"app.tenant": "acme"} and len(otel["trace_id"]) == 32
@@ -70,7 +71,7 @@ def test_conversations_and_traces_make_runs(tmp_path):
                       ).returncode == 0
     [run] = read_runs([tmp_path / "runs"])
     assert [e.action.target for e in run.events if e.kind == "action"] == \
-        ["read_file", "write_file", "run_tests"]
+        ["read_file", "user", "write_file", "run_tests", "user"]
 
 
 @pytest.mark.parametrize("content, problem", [

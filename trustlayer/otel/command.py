@@ -9,7 +9,8 @@ from trustlayer.errors import EXIT_OK
 
 
 def cmd_import_otel(args: argparse.Namespace) -> int:
-    from trustlayer.otel.convert import convert, write_runs  # the CLI starts without it
+    from trustlayer.otel.convert import convert  # the CLI starts without it
+    from trustlayer.runner.conversions import write_runs
 
     runs = convert(args.paths, args.task, args.outcome)
     write_runs(runs, args.output)
@@ -19,10 +20,14 @@ def cmd_import_otel(args: argparse.Namespace) -> int:
 
 
 def register(commands: Any) -> None:
-    """Add ``import otel`` to the subcommands `commands` of the ``trustlayer`` parser
-    (entry point ``trustlayer.commands``)."""
+    """Add ``import otel`` and ``import chat`` to the subcommands `commands` of the
+    ``trustlayer`` parser (the entry point ``trustlayer.commands`` names this function
+    for the whole ``import`` group)."""
+    from trustlayer.chat.command import add_parser as add_chat
+
     importers = commands.add_parser("import", help="turn other formats into runs").\
         add_subparsers(dest="format", required=True)
+    add_chat(importers)
     p = importers.add_parser(
         "otel", help="OpenTelemetry traces (OTLP/JSON files, as the Collector's file "
         "exporter writes them; GenAI semantic conventions or OpenInference spans)")

@@ -1,37 +1,27 @@
 """Telemetry spans into runs of the trace format: one run per conversation
 (``gen_ai.conversation.id``, OpenInference ``session.id``) or else per trace; a tool call
-is an ``action`` (type ``tool``) followed by a ``state`` holding its result, an agent
-message a ``state`` with its text and any image as the screenshot. Span ids and the
-attributes no step used travel in each event's ``meta.otel``."""
+is an ``action`` (type ``tool``, with its read-only hint) followed by a ``state`` holding
+its result and any error it failed with; a model call is a ``state`` with the user's new
+message (and any image as the screenshot) and a ``message`` action with what the assistant
+said. Span ids and the attributes no step used travel in each event's ``meta.otel``; the
+agent's release (``gen_ai.agent.version``, else ``service.version``) in
+``meta.agent_version`` of every event."""
 from __future__ import annotations
 
 import base64
 import binascii
-import json
-import re
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from trustlayer.errors import TraceError
 from trustlayer.observe.traces import OUTCOMES
-from trustlayer.otel.conventions import Step, run_key, step_of
+from trustlayer.otel.conventions import SERVICE_VERSION, Step, run_key, step_of
 from trustlayer.otel.otlp import Span, otlp_files, read_spans
+from trustlayer.runner.conversions import file_safe, tool_call
 from trustlayer.runner.events import EventBuilder
-from trustlayer.runner.sinks import TraceDir
 
 OUTCOME_ATTRIBUTE = "trustlayer.outcome"  # a runner may record the ground truth on the agent span
-
-
-def file_safe(key: str) -> str:
-    """`key` as a run id that is also a file name.
-
-    >>> file_safe("conv/42:a")
-    'conv_42_a'
-    """
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", key)
-    return "_" + safe if safe.startswith(".") else safe
 
 
 def group_runs(spans: Iterable[Span]) -> dict[str, list[Span]]:
@@ -45,24 +35,6 @@ def group_runs(spans: Iterable[Span]) -> dict[str, list[Span]]:
         key = next((k for k in map(run_key, members) if k), trace_id)
         runs.setdefault(key, []).extend(members)
     return runs
-
-
-def _tool_call(arguments: str | None) -> tuple[str | None, dict[str, Any] | None]:
-    """(value, args) of a tool call: an object's first text argument is the value (the
-    command or query the action signature compares), the object its args.
-
-    >>> _tool_call('{"command": "ls -l", "timeout": 5}')
-    ('ls -l', {'command': 'ls -l', 'timeout': 5})
-    >>> _tool_call("ls")
-    ('ls', None)
-    """
-    try:
-        parsed = json.loads(arguments) if arguments else None
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        return arguments, None
-    return next((v for v in parsed.values() if isinstance(v, str)), None), parsed
 
 
 def _image(uri: str, span: Span) -> bytes:
@@ -81,29 +53,49 @@ def _meta(step: Step) -> dict[str, Any]:
     return {"otel": otel}
 
 
+def _step_events(events: EventBuilder, step: Step) -> list[dict[str, Any]]:
+    """The events of one tool or model call (none for a call that holds nothing)."""
+    span, meta = step.span, _meta(step)
+    if step.kind == "tool":
+        value, args = tool_call(step.arguments)
+        out = [events.action("tool", step.tool, value, args, read_only=step.read_only,
+                             ts=span.start, meta=meta)]
+        # a failed call's error belongs to what the agent saw next (a 5xx, an SMTP 421)
+        seen = "\n".join(text for text in (step.result, step.error) if text is not None)
+        if step.result is not None or step.error:
+            out.append(events.state(text=seen, ts=span.end))
+        return out
+    out = []
+    if step.heard or step.image:
+        out.append(events.state(text=step.heard, ts=span.start, meta=meta,
+                                screenshot=_image(step.image, span) if step.image else None))
+    if step.said:
+        out.append(events.message(step.said, ts=span.end, meta=meta))
+    return out
+
+
+def _version(steps: list[Step]) -> dict[str, str] | None:
+    """``meta.agent_version`` of a run: the agent span's, else its service's."""
+    version = next((s.version for s in steps if s.version), None) or next(
+        (str(s.span.resource[SERVICE_VERSION]) for s in steps
+         if SERVICE_VERSION in s.span.resource), None)
+    return {"agent_version": version} if version else None
+
+
 def _events(run_id: str, steps: list[Step], task: str | None, outcome: str) -> list[dict]:
     agent = next((s for s in steps if s.kind == "agent"), None)
     work = [s for s in steps if s.kind != "agent"]
     first = (agent or steps[0]).span
-    if not any(s.kind == "tool" or s.text or s.image for s in work):
+    if not any(s.kind == "tool" or s.heard or s.said or s.image for s in work):
         raise TraceError(f"trace {first.trace_id}: no tool calls or agent messages "
                          "(execute_tool/chat or TOOL/LLM spans) to make a run of",
                          first.source, first.line)
     name = task or (agent.agent if agent else None) or "otel"
-    events = EventBuilder(run_id, str(name))
+    events = EventBuilder(run_id, str(name), meta=_version(steps))
     out = []
     for step in work:
         try:
-            if step.kind == "tool":
-                value, args = _tool_call(step.arguments)
-                out.append(events.action("tool", step.tool, value, args, ts=step.span.start,
-                                         meta=_meta(step)))
-                if step.result is not None:
-                    out.append(events.state(text=step.result, ts=step.span.end))
-            elif step.text or step.image:
-                out.append(events.state(text=step.text, ts=step.span.end, meta=_meta(step),
-                                        screenshot=_image(step.image, step.span)
-                                        if step.image else None))
+            out += _step_events(events, step)
         except TraceError as exc:  # said at the span it came from
             raise TraceError(f"span '{step.span.name}': {exc.message}", step.span.source,
                              step.span.line) from None
@@ -137,13 +129,3 @@ def convert(paths: Iterable[str | Path], task: str | None = None,
         run_id = file_safe(key)
         runs[run_id] = _events(run_id, steps, task, outcome)
     return runs
-
-
-def write_runs(runs: dict[str, list[dict]], output: str | Path) -> None:
-    """Write `runs` to the trace directory `output`, replacing runs of the same id."""
-    sink = TraceDir(output)
-    for run_id, events in runs.items():
-        (sink.directory / f"{run_id}.jsonl").unlink(missing_ok=True)
-        shutil.rmtree(sink.directory / "shots" / run_id, ignore_errors=True)
-        for event in events:
-            sink.write(event)

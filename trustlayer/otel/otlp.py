@@ -19,6 +19,14 @@ STATUS_ERROR = 2  # Status.code of a span that failed
 
 
 @dataclass(frozen=True)
+class SpanEvent:
+    """An event recorded on a span (an ``exception``, an older GenAI message event)."""
+
+    name: str
+    attributes: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Span:
     """One span, its times in Unix seconds, its attributes as Python values."""
 
@@ -33,6 +41,8 @@ class Span:
     source: str = "<otlp>"
     line: int | None = None
     resource: dict[str, Any] = field(default_factory=dict)
+    status_message: str | None = None  # the status description, of a failed span mostly
+    events: tuple[SpanEvent, ...] = ()
 
 
 def any_value(value: dict[str, Any]) -> Any:
@@ -85,13 +95,18 @@ def hex_id(text: str, size: int) -> str:
 
 def _span(obj: dict[str, Any], resource: dict[str, Any], source: str, line: int) -> Span:
     parent = obj.get("parentSpanId") or None
+    status = obj.get("status") or {}
     return Span(trace_id=hex_id(obj["traceId"], 16), span_id=hex_id(obj["spanId"], 8),
                 parent_id=hex_id(parent, 8) if parent else None, name=obj.get("name", ""),
                 start=int(obj["startTimeUnixNano"]) / 1e9,
                 end=int(obj.get("endTimeUnixNano") or obj["startTimeUnixNano"]) / 1e9,
                 attributes=attributes(obj.get("attributes", [])),
-                failed=(obj.get("status") or {}).get("code") in (STATUS_ERROR, "STATUS_CODE_ERROR"),
-                source=source, line=line, resource=resource)
+                failed=status.get("code") in (STATUS_ERROR, "STATUS_CODE_ERROR"),
+                source=source, line=line, resource=resource,
+                status_message=str(status["message"]) if status.get("message") else None,
+                events=tuple(SpanEvent(str(event.get("name", "")),
+                                       attributes(event.get("attributes", [])))
+                             for event in obj.get("events", [])))
 
 
 def spans_of_request(request: Any, source: str, line: int) -> Iterator[Span]:

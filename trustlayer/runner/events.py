@@ -12,6 +12,7 @@ from typing import Any
 from trustlayer.errors import TraceError
 from trustlayer.observe.runner_prints import fingerprint_screenshots
 from trustlayer.observe.traces import FORMAT_VERSION, parse_event
+from trustlayer.runner.json_forms import NoJsonForm, json_form
 from trustlayer.settings import Settings
 
 # the formats the reader takes; other bytes are labelled png and refused by parse_event
@@ -65,12 +66,20 @@ class EventBuilder:
         return self._event("state", ts, meta, observation=observation)
 
     def action(self, type: str, target: str | None = None, value: str | None = None,
-               args: dict[str, Any] | None = None, *, ts: float | None = None,
-               meta: dict[str, Any] | None = None) -> dict[str, Any]:
-        """An ``action`` event: what the agent did (`type` is one of the format's)."""
-        fields = {"type": type, "target": target, "value": value, "args": args}
+               args: dict[str, Any] | None = None, *, read_only: bool | None = None,
+               ts: float | None = None, meta: dict[str, Any] | None = None
+               ) -> dict[str, Any]:
+        """An ``action`` event: what the agent did (`type` is one of the format's);
+        `read_only` (tool and api calls) is written only when given."""
+        fields = {"type": type, "target": target, "value": value, "args": args,
+                  "read_only": read_only}
         return self._event("action", ts, meta,
                            action={k: v for k, v in fields.items() if v is not None})
+
+    def message(self, text: str, to: str = "user", *, ts: float | None = None,
+                meta: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A ``message`` action: the agent said `text` to the person `to`."""
+        return self.action("message", to, text, ts=ts, meta=meta)
 
     def end(self, outcome: str = "unknown", self_report: str | None = None, *,
             ts: float | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -94,13 +103,17 @@ class EventBuilder:
                **fields: Any) -> dict[str, Any]:
         if self.ended:
             raise TraceError("event after the run's 'end' event", *self._where())
+        source, _ = self._where()
+        try:  # plain JSON before the seq is used: a refused event leaves no gap
+            fields = {name: json_form(value, name) for name, value in fields.items()}
+            meta = json_form({**(self.meta or {}), **(event_meta or {})}, "meta")
+        except NoJsonForm as exc:
+            raise TraceError(str(exc), source) from None
         event: dict[str, Any] = {"v": FORMAT_VERSION, "run_id": self.run_id, "task": self.task,
                                  "seq": self.seq, "ts": self.clock() if ts is None else ts,
                                  "kind": kind, **fields}
-        meta = {**(self.meta or {}), **(event_meta or {})}
         if meta:
             event["meta"] = meta
-        source, _ = self._where()
         if self.fingerprint:
             event = fingerprint_screenshots(event, None, self.settings, source)
         parse_event(event, source=source, settings=self.settings)

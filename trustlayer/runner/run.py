@@ -25,9 +25,11 @@ class _Recording:
     """What both flavours share: the event builder and the end written on leaving."""
 
     def __init__(self, task: str, sink: Sink, run_id: str | None = None, *,
-                 meta: dict[str, Any] | None = None, fingerprint: bool = False,
-                 settings: Settings | None = None):
+                 meta: dict[str, Any] | None = None, agent_version: str | None = None,
+                 fingerprint: bool = False, settings: Settings | None = None):
         self.sink = sink
+        if agent_version is not None:  # on every event: a consumer may see any one first
+            meta = {**(meta or {}), "agent_version": str(agent_version)}
         self.events = EventBuilder(run_id or new_run_id(task), task, meta=meta,
                                    fingerprint=fingerprint, settings=settings)
 
@@ -58,21 +60,30 @@ class Run(_Recording):
     def state(self, *, screenshot: Screenshot | None = None, text: str | None = None,
               a11y: Any = None, url: str | None = None, title: str | None = None,
               files: dict[str, str] | None = None, network: list[dict] | None = None,
-              label: str | None = None, ts: float | None = None) -> None:
+              label: str | None = None, ts: float | None = None,
+              meta: dict[str, Any] | None = None) -> None:
         """Record what the runner observed (see :meth:`EventBuilder.state`)."""
         self.sink.write(self.events.state(screenshot=screenshot, text=text, a11y=a11y, url=url,
                                           title=title, files=files, network=network,
-                                          label=label, ts=ts))
+                                          label=label, ts=ts, meta=meta))
 
     def action(self, type: str, target: str | None = None, value: str | None = None,
-               args: dict[str, Any] | None = None, *, ts: float | None = None) -> None:
-        """Record what the agent did."""
-        self.sink.write(self.events.action(type, target, value, args, ts=ts))
+               args: dict[str, Any] | None = None, *, read_only: bool | None = None,
+               ts: float | None = None, meta: dict[str, Any] | None = None) -> None:
+        """Record what the agent did; `read_only` (tool and api calls) whether the tool
+        only reads, as it declares it (written only when given)."""
+        self.sink.write(self.events.action(type, target, value, args, read_only=read_only,
+                                           ts=ts, meta=meta))
+
+    def message(self, text: str, to: str = "user", *, ts: float | None = None,
+                meta: dict[str, Any] | None = None) -> None:
+        """Record what the agent said to the person `to`."""
+        self.sink.write(self.events.message(text, to, ts=ts, meta=meta))
 
     def end(self, outcome: str = "unknown", self_report: str | None = None, *,
-            ts: float | None = None) -> None:
+            ts: float | None = None, meta: dict[str, Any] | None = None) -> None:
         """Record the end of the run."""
-        self.sink.write(self.events.end(outcome, self_report, ts=ts))
+        self.sink.write(self.events.end(outcome, self_report, ts=ts, meta=meta))
 
     def __enter__(self) -> Self:
         return self
@@ -96,14 +107,21 @@ class AsyncRun(_Recording):
         await self._write(self.events.state(**observation))
 
     async def action(self, type: str, target: str | None = None, value: str | None = None,
-                     args: dict[str, Any] | None = None, *, ts: float | None = None) -> None:
-        """Record what the agent did."""
-        await self._write(self.events.action(type, target, value, args, ts=ts))
+                     args: dict[str, Any] | None = None, *, read_only: bool | None = None,
+                     ts: float | None = None, meta: dict[str, Any] | None = None) -> None:
+        """Record what the agent did (see :meth:`Run.action`)."""
+        await self._write(self.events.action(type, target, value, args, read_only=read_only,
+                                             ts=ts, meta=meta))
+
+    async def message(self, text: str, to: str = "user", *, ts: float | None = None,
+                      meta: dict[str, Any] | None = None) -> None:
+        """Record what the agent said to the person `to`."""
+        await self._write(self.events.message(text, to, ts=ts, meta=meta))
 
     async def end(self, outcome: str = "unknown", self_report: str | None = None, *,
-                  ts: float | None = None) -> None:
+                  ts: float | None = None, meta: dict[str, Any] | None = None) -> None:
         """Record the end of the run."""
-        await self._write(self.events.end(outcome, self_report, ts=ts))
+        await self._write(self.events.end(outcome, self_report, ts=ts, meta=meta))
 
     async def __aenter__(self) -> Self:
         return self

@@ -48,8 +48,11 @@ class TraceDir:
         if isinstance(shot, str) and shot.startswith("data:"):
             event = {**event, "observation": {**observation,
                                               "screenshot": self._save(shot, event)}}
+        # allow_nan=False: a bare NaN is no JSON (other readers refuse it); said before
+        # the file is touched
+        line = json.dumps(event, ensure_ascii=False, allow_nan=False) + "\n"
         with open(self.directory / f"{run_id}.jsonl", "a", encoding="utf-8") as out:
-            out.write(json.dumps(event, ensure_ascii=False) + "\n")
+            out.write(line)
 
     def _save(self, uri: str, event: dict[str, Any]) -> str:
         header, _, payload = uri.partition(",")
