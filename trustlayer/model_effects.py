@@ -42,6 +42,8 @@ class EffectSpine:
         a successful run made a change with: a change with another is unexplained.
     tried : the tools successful runs called to change something, taken or refused: an
         attempt with another tool is unexplained even when refused.
+    answers : per tool, the words of the answers successful runs got when it took their
+        change: an answer with another word (``permission denied``) took nothing.
     required : the changes every successful run made.
     told : facts every successful run told the person that nothing had told it (a total it
         worked out); asked only when the runs made no change in common (then what they
@@ -50,6 +52,7 @@ class EffectSpine:
 
     known: dict[str, tuple[View, ...]]
     tried: tuple[str, ...]
+    answers: dict[str, tuple[str, ...]]
     required: tuple[Required, ...]
     told: tuple[str, ...]
 
@@ -57,6 +60,7 @@ class EffectSpine:
         return {"known": {tool: [[list(pair) for pair in view] for view in views]
                           for tool, views in sorted(self.known.items())},
                 "tried": list(self.tried),
+                "answers": {tool: list(words) for tool, words in sorted(self.answers.items())},
                 "required": [{"tool": r.tool, "args": [list(pair) for pair in r.args]}
                              for r in self.required],
                 "told": list(self.told)}
@@ -68,6 +72,8 @@ class EffectSpine:
             return cls({str(tool): tuple(_view(v) for v in views)
                         for tool, views in data["known"].items()},
                        tuple(str(tool) for tool in data["tried"]),
+                       {str(tool): tuple(str(w) for w in words)
+                        for tool, words in data["answers"].items()},
                        tuple(Required(str(r["tool"]), _view(r["args"]))
                              for r in data["required"]),
                        tuple(str(fact) for fact in data["told"]))

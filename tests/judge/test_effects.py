@@ -133,3 +133,11 @@ def test_a_model_of_conversations_round_trips_and_has_no_turn_milestones(model, 
     assert model.essential == [] and model.effects is not None
     model.save(tmp_path / "m.json")
     assert Model.load(tmp_path / "m.json") == model
+
+
+def test_a_change_answered_in_words_no_successful_change_got_took_nothing(model):
+    denied = REFUND[:3] + ("permission denied: refunds are locked",) + REFUND[4:]
+    status = judge_run(model, conversation("denied", [("user", "Refund A17"), denied,
+                                                      ("say", "Refunded!")]))
+    assert (status.status, status.code, status.cause) == ("failed", MISSING_EFFECT, "product_bug")
+    assert "permission denied" in status.reason

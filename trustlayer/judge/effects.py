@@ -117,6 +117,10 @@ class EffectWatch:
         return None if call is None else [call.tool, [list(p) for p in call.view], call.seq]
 
     def _take(self, call: Call, spine: EffectSpine) -> Failure | None:
+        if not call.refused and call.tool in spine.answers \
+                and call.words - set(spine.answers[call.tool]):
+            # answered in words no successful run's change got (``permission denied``)
+            call = call._replace(refused=True)
         if call.refused:
             self.refusals.append([call.tool, [list(p) for p in call.view], call.seq, call.answer])
             # retrying a change successful runs made is no error; trying another one is

@@ -53,6 +53,11 @@ def learn_effects(runs: Sequence[Run]) -> EffectSpine | None:
             known[call.tool].add(call.view)
     required = _required(made)
     told = set.intersection(*(new_facts(run) for run in runs)) if not required else set()
+    answers: dict[str, set[str]] = defaultdict(set)
+    for calls in made:
+        for call in calls:
+            answers[call.tool] |= call.words
     return EffectSpine({tool: tuple(sorted(views)) for tool, views in sorted(known.items())},
                        tuple(sorted({call.tool for calls in attempts for call in calls})),
+                       {tool: tuple(sorted(words)) for tool, words in sorted(answers.items())},
                        required, tuple(sorted(told)))

@@ -29,6 +29,7 @@ _REFUSAL = re.compile(r"\s*(?:error|exception)\b", re.IGNORECASE)
 #: A token that carries a digit: a count, an amount, a date, a code (``4``, ``$1,200.50``).
 _FACT = re.compile(r"[\w.$,-]*\d[\w.$,-]*")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_WORD = re.compile(r"(?<![\w-])[A-Za-z]{2,}(?![\w-])")  # a word, not part of an identifier
 ANSWER_CHARS = 80  # of a refusal quoted in a reason
 
 View = tuple[tuple[str, str], ...]  # a call's arguments compared by value: (key, JSON) pairs
@@ -36,13 +37,15 @@ View = tuple[tuple[str, str], ...]  # a call's arguments compared by value: (key
 
 class Call(NamedTuple):
     """A call that may change something: its tool, its arguments by value (:func:`arg_view`),
-    the event it was made at, and whether the tool refused it (with its answer then)."""
+    the event it was made at, whether the tool refused it, its answer (shortened) and the
+    words of its answer (:func:`answer_words`)."""
 
     tool: str
     view: View
     seq: int
     refused: bool = False
     answer: str = ""
+    words: frozenset[str] = frozenset()
 
 
 def is_conversation(run: Run) -> bool:
@@ -162,9 +165,18 @@ def effect_calls(events: Sequence[Event]) -> Iterator[Call]:
 def answer_call(call: Call, answer: str | None) -> Call:
     """`call` with the tool's `answer` (the text of the state after it, None when the next
     event is no state) read for a refusal."""
-    if not refused(answer):
-        return call
-    return call._replace(refused=True, answer=" ".join((answer or "").split())[:ANSWER_CHARS])
+    return call._replace(refused=refused(answer), words=answer_words(answer),
+                         answer=" ".join((answer or "").split())[:ANSWER_CHARS])
+
+
+def answer_words(answer: str | None) -> frozenset[str]:
+    """The words of a tool's answer, in lower case (no numbers, no identifiers with digits:
+    those vary from run to run).
+
+    >>> sorted(answer_words('{"status": "ok", "id": "c-3221"} Permission denied'))
+    ['denied', 'id', 'ok', 'permission', 'status']
+    """
+    return frozenset(word.lower() for word in _WORD.findall(answer or ""))
 
 
 def new_facts(run: Run) -> set[str]:
