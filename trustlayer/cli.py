@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import functools
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -106,41 +107,62 @@ def cmd_validate(args: argparse.Namespace) -> int:
     pytest's summary line (on standard error when standard output holds a format)."""
     from trustlayer.inputs import task_runs
     from trustlayer.judge.batch import judge_paths
+    from trustlayer.judge.fleet import is_models_dir
     from trustlayer.show import ci as outputs
     from trustlayer.show.terminal import Painter, summary_line, verdict_text, wants_colour
 
     started = time.perf_counter()
-    model = _model(args)
-    if args.report:  # the report's analysis holds the verdicts: one judgement, not two
-        from trustlayer.judge.explain import analyse_runs
-        from trustlayer.judge.status import VALIDATE_FIELDS
-        from trustlayer.show.html import write_report
-        views = analyse_runs(model, task_runs(model, args.paths, args.quiet))
-        records = [view.status.to_json(VALIDATE_FIELDS) for view in views]
-        references = task_runs(model, [args.train], args.quiet) if args.train else []
-        write_report(model, views, args.report, references)
+    if is_models_dir(args.model):  # a fleet: each run judged by its task's model
+        records, task, runs_judged = _validate_fleet(args)
     else:
-        records = judge_paths(model, args.paths, args.quiet)
+        model = _model(args)
+        task = model.task
+        runs_judged = functools.partial(task_runs, model, args.paths, True)
+        if args.report:  # the report's analysis holds the verdicts: one judgement, not two
+            from trustlayer.judge.explain import analyse_runs
+            from trustlayer.judge.status import VALIDATE_FIELDS
+            from trustlayer.show.html import write_report
+            views = analyse_runs(model, task_runs(model, args.paths, args.quiet))
+            records = [view.status.to_json(VALIDATE_FIELDS) for view in views]
+            references = task_runs(model, [args.train], args.quiet) if args.train else []
+            write_report(model, views, args.report, references)
+        else:
+            records = judge_paths(model, args.paths, args.quiet)
     plain = args.format == "text" and not args.output
     summary_to = sys.stdout if plain else sys.stderr
     paint = Painter(wants_colour(summary_to))
     if not plain:
-        outputs.write(records, model.task, args.format, args.output, _plain_line)
+        outputs.write(records, task, args.format, args.output, _plain_line)
     else:
         for record in records:
             print(verdict_text(record, paint, args.verbose))
     for fmt, path in (("junit", args.junit), ("markdown", args.markdown)):
         if path:
-            outputs.write(records, model.task, fmt, path, _plain_line)
+            outputs.write(records, task, fmt, path, _plain_line)
     if args.otel_verdicts:
         from trustlayer.otel.verdicts import export_verdicts  # the otel extra, only when asked
-        export_verdicts(records, task_runs(model, args.paths, True), args.otel_verdicts)
+        export_verdicts(records, runs_judged(), args.otel_verdicts)
     if args.github_output:
         with open(args.github_output, "a", encoding="utf-8") as out:
             out.writelines(f"{name}={count}\n" for name, count in outputs.counts(records).items())
     if plain or not args.quiet:
         print(summary_line(records, time.perf_counter() - started, paint), file=summary_to)
     return EXIT_FAIL if outputs.failed(records, args.fail_on) else EXIT_OK
+
+
+def _validate_fleet(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str,
+                                                       Callable[[], list[Run]]]:
+    """``validate MODELS_DIR RUN...``: the verdicts of the runs each model is for, the tasks
+    judged and the runs; the runs no model is for are named on standard error."""
+    from trustlayer.judge.fleet import judge_fleet, read_fleet
+    if args.report:
+        raise UsageError("--report shows one model: give MODEL.json, or write one report "
+                         "per task with `trustlayer report MODELS_DIR RUN... -o DIR`")
+    fleet = read_fleet(args.model, args.paths, args.quiet)
+    for line in fleet.missing_lines(args.model):
+        print(f"trustlayer validate: {line}", file=sys.stderr)
+    tasks = ", ".join(model.task for model, _ in fleet.batches)
+    return judge_fleet(fleet, args.quiet), tasks, lambda: fleet.runs
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -170,8 +192,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     """``trustlayer report MODEL.json [RUN...] -o report.html``."""
     from trustlayer.inputs import task_runs
     from trustlayer.judge.explain import analyse_runs
+    from trustlayer.judge.fleet import is_models_dir
     from trustlayer.show.html import write_report
 
+    if is_models_dir(args.model):
+        return _report_fleet(args)
     model = _model(args)
     runs = task_runs(model, args.runs, args.quiet) if args.runs else []
     references = task_runs(model, [args.train], args.quiet) if args.train else []
@@ -184,6 +209,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     failed = sum(view.status.verdict != "pass" for view in views)
     print(f"report of {len(runs)} runs ({failed} failed, {len(runs) - failed} passed) -> "
           f"{args.output}")
+    return EXIT_OK
+
+
+def _report_fleet(args: argparse.Namespace) -> int:
+    """``report MODELS_DIR RUN... -o DIR``: one report per task with runs, ``DIR/TASK.html``."""
+    from trustlayer.judge.explain import analyse_runs
+    from trustlayer.judge.fleet import read_fleet
+    from trustlayer.show.html import write_report
+
+    if not args.runs or args.train:
+        raise UsageError("a report per task needs runs and takes no --train: trustlayer "
+                         "report MODELS_DIR RUN... -o DIR")
+    fleet = read_fleet(args.model, args.runs, args.quiet)
+    for line in fleet.missing_lines(args.model):
+        print(f"trustlayer report: {line}", file=sys.stderr)
+    Path(args.output).mkdir(parents=True, exist_ok=True)
+    for model, runs in fleet.batches:
+        path = Path(args.output) / f"{model.task}.html"
+        views = analyse_runs(model, runs)
+        write_report(model, views, str(path), [])
+        failed = sum(view.status.verdict != "pass" for view in views)
+        print(f"report of {len(runs)} runs of '{model.task}' ({failed} failed) -> {path}")
     return EXIT_OK
 
 
@@ -225,7 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-loo", action="store_true", help="skip leave-one-out")
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("validate", help="judge runs against a model")
-    p.add_argument("model", metavar="MODEL.json", help="the model file (from `learn`)")
+    p.add_argument("model", metavar="MODEL.json", help="the model file (from `learn`), or a "
+                   "folder of them: each run is judged by the model of its task")
     p.add_argument("paths", nargs="+", metavar="RUN", help="runs to judge: .jsonl files or "
                    "folders of them")
     p.add_argument("--format", choices=["text", "json", "junit", "markdown"], default="text",
@@ -254,7 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--png", metavar="FILE", help="also draw the model's graph as a PNG")
     p.set_defaults(func=cmd_show)
     p = sub.add_parser("report", help="write a self-contained HTML report of a model and runs")
-    p.add_argument("model", metavar="MODEL.json", help="the model file")
+    p.add_argument("model", metavar="MODEL.json", help="the model file, or a folder of them "
+                   "(then -o is a folder: one TASK.html per task with runs)")
     p.add_argument("runs", nargs="*", metavar="RUN", help="runs to judge and show: .jsonl "
                    "files or folders of them (none: the model only)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")
