@@ -58,7 +58,7 @@ class Emitter:
         if status.final and not rec.final:
             rec.final = True
             rec.closed_at = pub if pub is not None else self.clock()
-            self.metrics.final(status)
+            self.metrics.final(status, rec.release)
 
     def events_missing(self, rec: RunRecord, out: Output, trigger: int | None,
                        verdict_ts: float, pub: float | None, why: str) -> None:

@@ -23,6 +23,7 @@ ALERTS = {
     "WorkerSilent",
     "DLQGrowing",
     "ShadowVerdictsDisagree",
+    "ReleaseFailureRateRegressed",
 }
 
 
