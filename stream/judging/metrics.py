@@ -25,7 +25,8 @@ class Metrics:
         self.events = Counter("trustlayer_events_total", "Events processed, by task and kind",
                               ["task", "kind"], registry=r)
         self.runs = Counter("trustlayer_runs_total", "Runs with a final verdict, by task and "
-                            "status (passed|failed)", ["task", "status"], registry=r)
+                            "status (passed|failed|incomplete: its events stopped, cause "
+                            "stream_fault)", ["task", "status"], registry=r)
         self.failures = Counter("trustlayer_failures_total", "Failed runs by task and first "
                                 "missing milestone", ["task", "missing"], registry=r)
         self.causes = Counter("trustlayer_failure_causes_total", "Failed runs by task and cause",
@@ -73,7 +74,7 @@ class Metrics:
         """Start the task's series at 0 (so that rate() counts the first failures) and
         export its newest version."""
         task = model.task
-        for status in ("passed", "failed"):
+        for status in ("passed", "failed", "incomplete"):
             self.runs.labels(task, status)
         for kind in EVENT_KINDS:  # a restarted worker that gets nothing shows rate 0
             self.events.labels(task, kind)

@@ -24,6 +24,7 @@ ALERTS = {
     "DLQGrowing",
     "ShadowVerdictsDisagree",
     "ReleaseFailureRateRegressed",
+    "RunsInterrupted",
 }
 
 
