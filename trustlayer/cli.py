@@ -15,7 +15,7 @@ import functools
 import logging
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from trustlayer.errors import (
     EXIT_CODES,
     EXIT_FAIL,
     EXIT_OK,
+    EXIT_UNDELIVERED,
     ModelError,
     TraceError,
     UnjudgeableEvent,
@@ -112,8 +113,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from trustlayer.show.terminal import Painter, summary_line, verdict_text, wants_colour
 
     started = time.perf_counter()
+    if args.otel_verdicts:
+        from trustlayer.show.delivery import check_endpoint
+        check_endpoint(args.otel_verdicts)  # before judging: a typo costs no judgement
     if is_models_dir(args.model):  # a fleet: each run judged by its task's model
-        records, task, runs_judged = _validate_fleet(args)
+        from trustlayer.fleet_commands import validate_fleet
+        records, task, runs_judged = validate_fleet(args)
     else:
         model = _model(args)
         task = model.task
@@ -139,30 +144,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for fmt, path in (("junit", args.junit), ("markdown", args.markdown)):
         if path:
             outputs.write(records, task, fmt, path, _plain_line)
+    undelivered = False
     if args.otel_verdicts:
-        from trustlayer.otel.verdicts import export_verdicts  # the otel extra, only when asked
-        export_verdicts(records, runs_judged(), args.otel_verdicts)
+        from trustlayer.show.delivery import send_verdicts
+        undelivered = not send_verdicts(records, runs_judged(), args.otel_verdicts)
     if args.github_output:
         with open(args.github_output, "a", encoding="utf-8") as out:
             out.writelines(f"{name}={count}\n" for name, count in outputs.counts(records).items())
     if plain or not args.quiet:
         print(summary_line(records, time.perf_counter() - started, paint), file=summary_to)
+    if undelivered:
+        return EXIT_UNDELIVERED
     return EXIT_FAIL if outputs.failed(records, args.fail_on) else EXIT_OK
-
-
-def _validate_fleet(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str,
-                                                       Callable[[], list[Run]]]:
-    """``validate MODELS_DIR RUN...``: the verdicts of the runs each model is for, the tasks
-    judged and the runs; the runs no model is for are named on standard error."""
-    from trustlayer.judge.fleet import judge_fleet, read_fleet
-    if args.report:
-        raise UsageError("--report shows one model: give MODEL.json, or write one report "
-                         "per task with `trustlayer report MODELS_DIR RUN... -o DIR`")
-    fleet = read_fleet(args.model, args.paths, args.quiet)
-    for line in fleet.missing_lines(args.model):
-        print(f"trustlayer validate: {line}", file=sys.stderr)
-    tasks = ", ".join(model.task for model, _ in fleet.batches)
-    return judge_fleet(fleet, args.quiet), tasks, lambda: fleet.runs
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -196,7 +189,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from trustlayer.show.html import write_report
 
     if is_models_dir(args.model):
-        return _report_fleet(args)
+        from trustlayer.fleet_commands import report_fleet
+        return report_fleet(args)
     model = _model(args)
     runs = task_runs(model, args.runs, args.quiet) if args.runs else []
     references = task_runs(model, [args.train], args.quiet) if args.train else []
@@ -209,28 +203,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     failed = sum(view.status.verdict != "pass" for view in views)
     print(f"report of {len(runs)} runs ({failed} failed, {len(runs) - failed} passed) -> "
           f"{args.output}")
-    return EXIT_OK
-
-
-def _report_fleet(args: argparse.Namespace) -> int:
-    """``report MODELS_DIR RUN... -o DIR``: one report per task with runs, ``DIR/TASK.html``."""
-    from trustlayer.judge.explain import analyse_runs
-    from trustlayer.judge.fleet import read_fleet
-    from trustlayer.show.html import write_report
-
-    if not args.runs or args.train:
-        raise UsageError("a report per task needs runs and takes no --train: trustlayer "
-                         "report MODELS_DIR RUN... -o DIR")
-    fleet = read_fleet(args.model, args.runs, args.quiet)
-    for line in fleet.missing_lines(args.model):
-        print(f"trustlayer report: {line}", file=sys.stderr)
-    Path(args.output).mkdir(parents=True, exist_ok=True)
-    for model, runs in fleet.batches:
-        path = Path(args.output) / f"{model.task}.html"
-        views = analyse_runs(model, runs)
-        write_report(model, views, str(path), [])
-        failed = sum(view.status.verdict != "pass" for view in views)
-        print(f"report of {len(runs)} runs of '{model.task}' ({failed} failed) -> {path}")
     return EXIT_OK
 
 
