@@ -230,6 +230,11 @@ class KafkaSink:
         return asyncio.run_coroutine_threadsafe(work, self._loop).result()
 
     @property
+    def unacknowledged(self) -> int:
+        """How many events written wait for the broker (at most `buffer`)."""
+        return self._sink.unacknowledged
+
+    @property
     def spool(self) -> Spool | None:
         """The spool, if one was given (``spool.runs``: the runs written to it)."""
         return self._sink.spool

@@ -13,6 +13,7 @@ from streamkit import (
     batch_verdicts,
     example_events,
     final_by_run,
+    read_topic,
     renamed,
     setup,
     unique,
@@ -21,6 +22,7 @@ from streamkit import (
 from stream.commands.replay import replay
 from stream.kafka.broker import EmbeddedKafka
 from stream.kafka.runner_sink import KafkaSink, SinkError, TopicMissing
+from trustlayer.runner import Run
 
 RUNS = 100
 KILLED_AT = 30  # the run during which the broker dies, after its first events
@@ -83,3 +85,15 @@ def test_without_a_spool_an_outage_fails_the_next_write_not_silently(tmp_path):
 def test_a_missing_topic_is_named_before_the_agent_starts(kafka):
     with pytest.raises(TopicMissing, match=r"topic 'no-such-topic\.events' not found"):
         KafkaSink(kafka.bootstrap, "no-such-topic.events", timeout=5)
+
+
+def test_leaving_a_run_returns_once_the_broker_has_all_of_it(kafka, tmp_path):
+    _, topics, _ = setup(kafka, tmp_path)
+    with KafkaSink(kafka.bootstrap, topics.events, timeout=5) as sink:
+        with Run("t", sink, "left") as run:  # no end: leaving the block writes it
+            for step in range(5):
+                run.state(text=f"step {step}")
+        assert sink.unacknowledged == 0  # the end waited for the broker's acknowledgement
+    events = [json.loads(value) for value in read_topic(
+        kafka.bootstrap, topics.events, lambda got: len(got) >= 6, decode=lambda v: v)]
+    assert [e["seq"] for e in events] == list(range(6)) and events[-1]["kind"] == "end"
