@@ -88,7 +88,7 @@ class AsyncKafkaSink:
             failure = self._error("connecting", exc)
             if self.spool is None:
                 raise failure from None
-            self._divert(failure)  # the agent works on; its runs wait in the spool
+            await self._divert(failure)  # the agent works on; its runs wait in the spool
             return
         if self.topic not in cluster.topics():  # else each send waits for it, then times out
             await producer.stop()
@@ -117,14 +117,15 @@ class AsyncKafkaSink:
         except SinkError as failure:
             if self.spool is None or isinstance(failure, TopicMissing):
                 raise
-            self._divert(failure)
+            await self._divert(failure)
 
-    def _divert(self, failure: SinkError) -> None:
+    async def _divert(self, failure: SinkError) -> None:
         assert self.spool is not None
         self.spool.divert()
         for _, delivery in self._pending:
             delivery.cancel()
         self._pending.clear()
+        await self._disconnect()  # a producer left on would log every reconnection it tries
         log.warning("%s; the runs not acknowledged go to the spool %s: publish them with "
                     "`trustlayer replay %s` once it is back", failure, self.spool.directory,
                     self.spool.directory)
@@ -174,7 +175,7 @@ class AsyncKafkaSink:
         except SinkError as failure:
             if self.spool is None:
                 raise
-            self._divert(failure)
+            await self._divert(failure)
 
     async def close(self) -> None:
         """Flush, then disconnect (at once when the broker is gone: without a spool, what
@@ -182,14 +183,18 @@ class AsyncKafkaSink:
         try:
             await self.flush()
         finally:
-            if self._producer is not None:
-                for _, delivery in self._pending:
-                    delivery.cancel()
-                try:  # a producer whose broker is gone would retry its batches for long
-                    await asyncio.wait_for(self._producer.stop(), self.timeout)
-                except asyncio.TimeoutError:
-                    pass
-                self._producer = None
+            for _, delivery in self._pending:
+                delivery.cancel()
+            await self._disconnect()
+
+    async def _disconnect(self) -> None:
+        if self._producer is None:
+            return
+        try:  # a producer whose broker is gone would retry its batches for long
+            await asyncio.wait_for(self._producer.stop(), self.timeout)
+        except asyncio.TimeoutError:
+            pass
+        self._producer = None
 
     async def __aenter__(self) -> Self:
         await self.start()
