@@ -21,7 +21,9 @@ from streamkit import (
 
 from stream.commands.replay import replay
 from stream.kafka.broker import EmbeddedKafka
+from stream.kafka.processes import free_port
 from stream.kafka.runner_sink import KafkaSink, SinkError, TopicMissing
+from trustlayer.observe.traces import read_runs
 from trustlayer.runner import Run
 
 RUNS = 100
@@ -97,3 +99,13 @@ def test_leaving_a_run_returns_once_the_broker_has_all_of_it(kafka, tmp_path):
     events = [json.loads(value) for value in read_topic(
         kafka.bootstrap, topics.events, lambda got: len(got) >= 6, decode=lambda v: v)]
     assert [e["seq"] for e in events] == list(range(6)) and events[-1]["kind"] == "end"
+
+
+def test_with_a_spool_an_agent_starts_without_a_broker_and_its_runs_wait_on_disk(tmp_path):
+    spool = tmp_path / "spool"
+    with KafkaSink(f"127.0.0.1:{free_port()}", timeout=2, spool=spool) as sink:
+        with Run("t", sink, "offline") as run:
+            run.state(text="working")
+            run.end("success")
+    [spooled] = read_runs([spool])  # the trace format, as `trustlayer replay` reads it
+    assert (spooled.run_id, [e.kind for e in spooled.events]) == ("offline", ["state", "end"])
