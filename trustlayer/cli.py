@@ -13,11 +13,10 @@ import contextlib
 import difflib
 import logging
 import sys
-import time
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trustlayer.errors import (
     EXIT_BAD_INPUT,
@@ -29,6 +28,8 @@ from trustlayer.errors import (
     UnjudgeableEvent,
     UsageError,
 )
+from trustlayer.validate_command import cmd_validate
+from trustlayer.validate_command import command_model as _model
 
 if TYPE_CHECKING:
     from trustlayer.model import Model
@@ -38,17 +39,6 @@ if TYPE_CHECKING:
 DISTRIBUTION = "trustlayer-judge"  # the name on the package index; `trustlayer` is taken
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 FEW_RUNS = 5  # learn reports leave-one-out itself with so few runs (habits look like milestones)
-# how each command that reads a model is called: its error when the arguments are swapped
-MODEL_USAGE = {"check": "MODEL.json RUN...", "validate": "MODEL.json RUN...",
-               "show": "MODEL.json",
-               "report": "MODEL.json [RUN...] -o report.html"}
-
-
-def _model(args: argparse.Namespace) -> Model:
-    """The model file of `args`, with the usage of the command that was run on a mix-up."""
-    from trustlayer.inputs import load_model
-    return load_model(args.model, f"trustlayer {args.command} {MODEL_USAGE[args.command]}")
-
 def cmd_learn(args: argparse.Namespace) -> int:
     from trustlayer.inputs import progress, read_traces
     from trustlayer.learn.learner import learn
@@ -94,88 +84,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_FAIL if report.own_failures or report.loo_failures else EXIT_OK
 
 
-def _plain_line(record: dict[str, Any]) -> str:
-    """A verdict as a line of a text file (no colour)."""
-    from trustlayer.show.terminal import Painter, verdict_text
-    return verdict_text(record, Painter(False))
-
-
-def _readable(model: Model, args: argparse.Namespace) -> list[Run]:
-    """The runs under ``args.paths`` that read (of the model's task), each file that does
-    not said in one line; with ``--strict``, or when none reads, a :class:`TraceError`."""
-    from trustlayer.inputs import of_task, readable_runs, task_runs
-
-    if args.strict:
-        return task_runs(model, args.paths, args.quiet)
-    runs, problems = readable_runs(args.paths, args.quiet)
-    if problems and not runs:
-        for problem in problems[1:]:
-            print(f"trustlayer {args.command}: error: {problem}", file=sys.stderr)
-        raise problems[0]  # nothing to judge: exit 2
-    for problem in problems:
-        print(f"trustlayer {args.command}: error: {problem} (not judged; the other runs "
-              "are)", file=sys.stderr)
-    return of_task(model, runs)
-
-
-def _judged(model: Model, args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[str]]:
-    """The verdict records of the runs under ``args.paths`` and the paths judged: files
-    that do not read are left out (see :func:`_readable`), the others judged."""
-    from trustlayer.judge.batch import judge_paths
-
-    try:  # the common case reads every file once
-        return judge_paths(model, args.paths, args.quiet), list(args.paths)
-    except TraceError:
-        if args.strict:
-            raise
-    sources = [run.source for run in _readable(model, args)]
-    return judge_paths(model, sources, args.quiet), sources
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    """Judge the runs once; write the verdicts in every form asked for (standard output or
-    ``-o``, ``--junit``, ``--markdown``, ``--report``, ``--github-output``); close with
-    pytest's summary line (on standard error when standard output holds a format)."""
-    from trustlayer.inputs import task_runs
-    from trustlayer.show import ci as outputs
-    from trustlayer.show.terminal import Painter, summary_line, verdict_text, wants_colour
-
-    started = time.perf_counter()
-    model = _model(args)
-    if args.report:  # the report's analysis holds the verdicts: one judgement, not two
-        from trustlayer.judge.explain import analyse_runs
-        from trustlayer.judge.status import VALIDATE_FIELDS
-        from trustlayer.show.html import write_report
-        runs = _readable(model, args)
-        views = analyse_runs(model, runs)
-        records = [view.status.to_json(VALIDATE_FIELDS) for view in views]
-        references = task_runs(model, [args.train], args.quiet) if args.train else []
-        write_report(model, views, args.report, references)
-        judged = [run.source for run in runs]
-    else:
-        records, judged = _judged(model, args)
-    plain = args.format == "text" and not args.output
-    summary_to = sys.stdout if plain else sys.stderr
-    paint = Painter(wants_colour(summary_to))
-    if not plain:
-        outputs.write(records, model.task, args.format, args.output, _plain_line)
-    else:
-        for record in records:
-            print(verdict_text(record, paint, args.verbose))
-    for fmt, path in (("junit", args.junit), ("markdown", args.markdown)):
-        if path:
-            outputs.write(records, model.task, fmt, path, _plain_line)
-    if args.otel_verdicts:
-        from trustlayer.otel.verdicts import export_verdicts  # the otel extra, only when asked
-        export_verdicts(records, task_runs(model, judged, True), args.otel_verdicts)
-    if args.github_output:
-        with open(args.github_output, "a", encoding="utf-8") as out:
-            out.writelines(f"{name}={count}\n" for name, count in outputs.counts(records).items())
-    if plain or not args.quiet:
-        print(summary_line(records, time.perf_counter() - started, paint), file=summary_to)
-    return EXIT_FAIL if outputs.failed(records, args.fail_on) else EXIT_OK
-
-
 def cmd_show(args: argparse.Namespace) -> int:
     model = _model(args)
     if args.png:
@@ -207,8 +115,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     """``trustlayer report MODEL.json [RUN...] -o report.html``."""
     from trustlayer.inputs import task_runs
     from trustlayer.judge.explain import analyse_runs
+    from trustlayer.judge.fleet import is_models_dir
     from trustlayer.show.html import write_report
 
+    if is_models_dir(args.model):
+        from trustlayer.fleet_commands import report_fleet
+        return report_fleet(args)
     model = _model(args)
     runs = task_runs(model, args.runs, args.quiet) if args.runs else []
     references = task_runs(model, [args.train], args.quiet) if args.train else []
@@ -262,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-loo", action="store_true", help="skip leave-one-out")
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("validate", help="judge runs against a model")
-    p.add_argument("model", metavar="MODEL.json", help="the model file (from `learn`)")
+    p.add_argument("model", metavar="MODEL.json", help="the model file (from `learn`), or a "
+                   "folder of them: each run is judged by the model of its task")
     p.add_argument("paths", nargs="+", metavar="RUN", help="runs to judge: .jsonl files or "
                    "folders of them")
     p.add_argument("--format", choices=["text", "json", "junit", "markdown"], default="text",
@@ -294,7 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--png", metavar="FILE", help="also draw the model's graph as a PNG")
     p.set_defaults(func=cmd_show)
     p = sub.add_parser("report", help="write a self-contained HTML report of a model and runs")
-    p.add_argument("model", metavar="MODEL.json", help="the model file")
+    p.add_argument("model", metavar="MODEL.json", help="the model file, or a folder of them "
+                   "(then -o is a folder: one TASK.html per task with runs)")
     p.add_argument("runs", nargs="*", metavar="RUN", help="runs to judge and show: .jsonl "
                    "files or folders of them (none: the model only)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")

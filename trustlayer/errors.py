@@ -2,13 +2,14 @@
 to a size a message can hold."""
 from __future__ import annotations
 
-EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_UNDELIVERED = 0, 1, 2, 3
 EXIT_CODES = """exit codes:
   0  every run passed (or the command did its job)
   1  some run failed (validate: as --fail-on counts)
   2  bad input or usage: a trace, model or labels file that does not read (the error names
      the file and line), a missing path, wrong arguments; validate judges the trace files
-     that read and exits 2 only when none does (or, with --strict, at the first bad one)"""
+     that read and exits 2 only when none does (or, with --strict, at the first bad one)
+  3  the verdicts could not all be delivered (validate --otel-verdicts)"""
 
 
 class UsageError(Exception):

@@ -59,7 +59,7 @@ class Emitter:
         if status.final and not rec.final:
             rec.final = True
             rec.closed_at = pub if pub is not None else self.clock()
-            self.metrics.final(status)
+            self.metrics.final(status, rec.release)
 
     def events_missing(self, rec: RunRecord, out: Output, trigger: int | None,
                        verdict_ts: float, pub: float | None, why: str) -> None:
@@ -85,17 +85,22 @@ class Emitter:
         if rec.ended:
             self.finish(rec, out, pub)
 
-    def incomplete(self, rec: RunRecord, out: Output, verdict_ts: float, silent: float) -> None:
-        """Finalise a run whose end never came, as ``incomplete``: its last status and
-        reason stay in the reason (it is not learned from, whatever comes later)."""
-        status = self.runs.matcher(rec).status
+    def incomplete(self, rec: RunRecord, out: Output, verdict_ts: float, silent: float,
+                   last: Status | None = None) -> None:
+        """Finalise a run whose end never came, as ``incomplete``: its last status (`last`,
+        else its matcher's) and reason stay in the reason (it is not learned from,
+        whatever comes later)."""
+        status = self.runs.matcher(rec).status  # made final: nothing later changes it
         if status is None or rec.final:
             return
         rec.complete, rec.offsets = False, []
-        last = status.status + (f": {status.reason}" if status.reason else "")
+        shown = last or status
+        said = shown.status + (f": {shown.reason}" if shown.reason else "")
         status.reason = (f"no end event for {silent:.0f} s after seq {rec.next_seq - 1} "
-                         f"(last status {last})")
-        status.status, status.final = INCOMPLETE, True
+                         f"(last status {said})")
+        # its runner or the broker went away, or the product hung the runner: not known,
+        # so nobody's fault (never a product bug) and counted apart from failures
+        status.status, status.final, status.cause = INCOMPLETE, True, STREAM_FAULT
         status.details, status.code = status.reason, NO_END
         self.emit(rec, status, out, None, verdict_ts, None)
 

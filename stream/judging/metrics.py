@@ -5,9 +5,12 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from stream.deadletter import REASONS
+from stream.judging.releases import Releases
 from trustlayer.judge.status import FAILED, Status
 from trustlayer.model import Model
 from trustlayer.observe.traces import EVENT_KINDS
+
+RELEASE_STATUSES = ("passed", "failed", "incomplete")
 
 
 class Metrics:
@@ -16,13 +19,14 @@ class Metrics:
 
     LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
-    def __init__(self, registry: CollectorRegistry | None = None):
+    def __init__(self, registry: CollectorRegistry | None = None, releases_kept: int = 3):
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.events = Counter("trustlayer_events_total", "Events processed, by task and kind",
                               ["task", "kind"], registry=r)
         self.runs = Counter("trustlayer_runs_total", "Runs with a final verdict, by task and "
-                            "status (passed|failed)", ["task", "status"], registry=r)
+                            "status (passed|failed|incomplete: its events stopped, cause "
+                            "stream_fault)", ["task", "status"], registry=r)
         self.failures = Counter("trustlayer_failures_total", "Failed runs by task and first "
                                 "missing milestone", ["task", "missing"], registry=r)
         self.causes = Counter("trustlayer_failure_causes_total", "Failed runs by task and cause",
@@ -52,6 +56,14 @@ class Metrics:
             "trustlayer_shadow_disagreements_total", "Runs whose final verdict by the version "
             "in shadow differs from the version in use, by task and both verdicts",
             ["task", "used", "shadow"], registry=r)
+        self.release_runs = Counter(
+            "trustlayer_release_runs_total", "Runs with a final verdict, by task, agent release "
+            "(meta.agent_version: the newest few per task, then 'older'; 'unknown' without "
+            "one) and status", ["task", "release", "status"], registry=r)
+        self.release_rank = Gauge("trustlayer_release_rank", "The agent releases labelled, by "
+                                  "task: 1 the newest, 2 its predecessor...",
+                                  ["task", "release"], registry=r)
+        self.releases = Releases(releases_kept, self._release_dropped, self._releases_ranked)
         for action in ("resumed", "restarted"):
             self.stalls.labels(action)
         for reason in REASONS:
@@ -62,7 +74,7 @@ class Metrics:
         """Start the task's series at 0 (so that rate() counts the first failures) and
         export its newest version."""
         task = model.task
-        for status in ("passed", "failed"):
+        for status in ("passed", "failed", "incomplete"):
             self.runs.labels(task, status)
         for kind in EVENT_KINDS:  # a restarted worker that gets nothing shows rate 0
             self.events.labels(task, kind)
@@ -76,8 +88,22 @@ class Metrics:
         self._versions[task] = max(self._versions.get(task, 0), model.version)
         self.model_version.labels(task).set(self._versions[task])
 
-    def final(self, status: Status) -> None:
+    def _release_dropped(self, task: str, release: str) -> None:
+        for status in RELEASE_STATUSES:
+            self.release_runs.remove(task, release, status)
+        self.release_rank.remove(task, release)
+
+    def _releases_ranked(self, task: str, ranks: dict[str, int]) -> None:
+        for release, rank in ranks.items():
+            self.release_rank.labels(task, release).set(rank)
+            for status in RELEASE_STATUSES:  # from 0, so that rate() counts the first runs
+                self.release_runs.labels(task, release, status)
+
+    def final(self, status: Status, release: object = None) -> None:
+        """Count a final verdict; `release` is the run's ``meta.agent_version``."""
         self.runs.labels(status.task, status.status).inc()
+        label = self.releases.label(status.task, release)
+        self.release_runs.labels(status.task, label, status.status).inc()
         if status.status == FAILED:
             self.failures.labels(status.task, status.missing[0] if status.missing else "none").inc()
             self.causes.labels(status.task, status.cause or "unknown").inc()

@@ -261,6 +261,8 @@ class StreamProcessor:
     def _feed(self, rec: RunRecord, event: Event, offset: int, pub: float, out: Output,
               trigger: int) -> None:
         rec.next_seq = event.seq + 1
+        if event.seq == 0 and event.meta and isinstance(event.meta.get("agent_version"), str):
+            rec.release = event.meta["agent_version"]
         body = canonical(event.raw)
         rec.digests.append(event_digest(body))
         chain = rec.chain or CHAIN_START

@@ -33,7 +33,8 @@ class RunRecord:
     """One run's state in the table (JSON). ``held`` maps seq -> held event; ``digests``
     holds the :func:`event_digest` of each event fed, by seq (kept after the run ended:
     a late repeat is compared with it); ``chain`` the chain of the events fed
-    (:func:`stream.models.attest.chain_link`) and ``runner`` who attested its end, if anyone."""
+    (:func:`stream.models.attest.chain_link`) and ``runner`` who attested its end, if anyone;
+    ``release`` the agent's release its first event named (``meta.agent_version``)."""
 
     run_id: str
     task: str
@@ -59,6 +60,7 @@ class RunRecord:
     chain: str | None = None
     runner: str | None = None
     shadow_version: int | None = None
+    release: str | None = None  # the agent's release: meta.agent_version of seq 0
 
     def encode(self) -> bytes:
         # vars(), not dataclasses.asdict(): no deep copy of the snapshot and held events

@@ -1,7 +1,8 @@
-"""The processor's timer: runs that went silent fail on their learned deadline, runs whose
-missing event never came fail after ``reorder_timeout``, runs whose end never came are
-finalised as ``incomplete`` after ``end_silence`` (default: :func:`learned_silence`);
-finished runs leave after ``retention``.
+"""The processor's timer: runs that went silent past their learned deadline are at risk
+(their next event decides, as the file validator would), runs whose missing event never
+came fail after ``reorder_timeout``, runs whose end never came are finalised as
+``incomplete`` (cause ``stream_fault``) after ``end_silence`` (default:
+:func:`learned_silence`); finished runs leave after ``retention``.
 
 Silence is counted only where it means something: from the later of a run's last event
 (its publish time) and the moment the partition's fetches last resumed (this worker's first
@@ -11,13 +12,16 @@ them get their whole deadline again, rather than failing all at once.
 """
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from stream.judging.emitter import Emitter
 from stream.judging.records import Output, RunRecord
 from stream.judging.runbook import RunBook
 from stream.judging.settings import WorkerSettings
 from trustlayer.judge.deadlines import learned_silence
+from trustlayer.judge.status import AT_RISK, Status
 
 
 class Silence:
@@ -68,14 +72,34 @@ class Silence:
                                             f"{self.settings.reorder_timeout:.0f} s")
             elif rec.last_pub is not None:
                 now = run_clock(rec, wall, since)
-                status = runs.matcher(rec).tick(now) if self.settings.deadlines else None
-                if status is not None:
-                    self.emitter.emit(rec, status, out, None, now, None)
                 silent = wall - max(rec.last_pub, since)
+                late = self._overdue(rec, out, now, silent) if self.settings.deadlines else None
                 if not rec.final and silent > self.end_silence(rec):
-                    self.emitter.incomplete(rec, out, now, silent)
+                    self.emitter.incomplete(rec, out, now, silent, late)
         runs.export_open_runs()
         return out
+
+    def _overdue(self, rec: RunRecord, out: Output, now: float,
+                 silent: float) -> Status | None:
+        """A learned deadline passed while the run sent nothing: the run is at risk, not
+        failed. Whether the product hung or the runner or the broker went away is not
+        known until an event comes: the next one judges the run as the file validator
+        would (its ``ts`` shows the delay), and none within the end silence ends it
+        ``incomplete`` (cause ``stream_fault``), never a product bug for an outage."""
+        matcher = self.runs.matcher(rec)
+        if matcher.status is None or matcher.status.final:
+            return None
+        probe = copy.copy(matcher)  # the core's deadline rule, asked on a copy of the status
+        probe.status = replace(matcher.status, missing=list(matcher.status.missing))
+        late = probe.tick(now)
+        if late is None or not late.final:
+            return None
+        at_risk = replace(matcher.status, status=AT_RISK, code=late.code, details=late.details,
+                          reason=f"no event for {silent:.0f} s after seq {rec.next_seq - 1}: "
+                                 f"{late.details} (the product, the agent, the runner or the "
+                                 "broker is late: the next event decides)")
+        self.emitter.emit(rec, at_risk, out, None, now, None)
+        return at_risk
 
     def end_silence(self, rec: RunRecord) -> float:
         """Seconds without events after which a run without its end is finalised as

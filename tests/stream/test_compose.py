@@ -30,6 +30,8 @@ METRICS = {
     "trustlayer_open_runs",
     "trustlayer_model_version",
     "trustlayer_stalls_total",
+    "trustlayer_release_runs_total",
+    "trustlayer_release_rank",
 }
 
 

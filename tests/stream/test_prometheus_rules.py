@@ -23,6 +23,8 @@ ALERTS = {
     "WorkerSilent",
     "DLQGrowing",
     "ShadowVerdictsDisagree",
+    "ReleaseFailureRateRegressed",
+    "RunsInterrupted",
 }
 
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from stream.kafka.processes import free_port, stop_process
-from stream.worker.supervise import CHILD_ENV, RESTART, supervise
+from stream.worker.supervise import CHILD_ENV, RESTART, STOP_WITHIN, STOPPED_HARD, supervise
 
 #: a child that asks for a restart twice (as a stalled worker does), then ends for good (2)
 STALLS_TWICE = (f"import os, sys; n = int(os.environ['{CHILD_ENV}']); "
@@ -63,6 +63,28 @@ def test_sigterm_reaches_the_child_and_ends_the_supervisor():
         assert parent.stdout.readline().strip() == "up"
         parent.terminate()
         assert parent.wait(timeout=20) == 0
+    finally:
+        parent.kill()
+
+
+def test_a_worker_that_does_not_stop_is_killed_and_the_command_says_what_is_left():
+    """A child whose shutdown hangs (a Faust worker committing to a broker that is gone)
+    is killed STOP_WITHIN seconds after SIGTERM; the command says what it could not do."""
+    code = ("import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "print(os.getpid(), flush=True); time.sleep(120)")
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; "
+                               "from stream.worker.supervise import "
+                               f"supervise; sys.exit(supervise([sys.executable, '-c', {code!r}]))"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        parent.terminate()
+        assert parent.wait(timeout=60) == STOPPED_HARD
+        with pytest.raises(ProcessLookupError):
+            os.kill(child, 0)
+        err = parent.stderr.read()
+        assert f"did not stop within {STOP_WITHIN:.0f} s" in err
+        assert "could not commit what it judged since its last commit" in err
     finally:
         parent.kill()
 

@@ -241,9 +241,10 @@ def test_hot_swap_refinement_rollback_and_history(kafka, tmp_path):
     assert missing.returncode == 2 and "no version 9" in missing.stderr
 
 
-def test_the_timer_fails_a_run_that_goes_silent(kafka, tmp_path):
-    """No more events after a few: the worker's timer fails the run on a learned deadline
-    (a state that lasts far longer than in successful runs) and publishes that verdict."""
+def test_the_timer_ends_a_run_that_goes_silent_incomplete_never_a_product_bug(kafka, tmp_path):
+    """No more events after a few: past a learned deadline (a state that lasts far longer
+    than in successful runs) the run is at risk, and after the end silence it ends
+    incomplete with cause stream_fault: its runner or the broker may have gone away."""
     prefix, topics, models = setup(kafka, tmp_path)
     silent = renamed(example_events()[0], f"{prefix}-silent")[:6]
     worker = Worker(kafka.bootstrap, prefix, unique("timer"), models, tmp_path / "w.log")
@@ -255,8 +256,10 @@ def test_the_timer_fails_a_run_that_goes_silent(kafka, tmp_path):
     finally:
         worker.stop()
     [final] = [v for v in values if v["final"]]
-    assert final["status"] == "failed" and final["cause"] == "product_bug"
+    assert final["status"] == "incomplete" and final["cause"] == "stream_fault"
     assert "lasted" in final["reason"] or "not reached within" in final["reason"]
+    assert any(v["status"] == "at_risk" and v["reason"].startswith("no event for")
+               for v in values if not v["final"])
     assert final["verdict_ts"] > final["event_ts"]
     # no deadline is shorter than the floor, in the run's own time
     assert final["verdict_ts"] - silent[0]["ts"] >= DEADLINE_FLOOR

@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from trustlayer.errors import EXIT_OK, UsageError
 
@@ -19,8 +20,9 @@ USAGE = "trustlayer eval MODEL.json DIR"
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``eval`` to the ``trustlayer`` commands."""
     p = sub.add_parser("eval", help="score verdicts against DIR/labels.json")
-    p.add_argument("model", metavar="MODEL.json", help="model file; or, alone, a folder of "
-                   "tasks (each with train/ and test/) to learn and judge one by one")
+    p.add_argument("model", metavar="MODEL.json", help="model file, or a folder of them (each "
+                   "run judged by its task's model); or, alone, a folder of tasks (each with "
+                   "train/ and test/) to learn and judge one by one")
     p.add_argument("directory", nargs="?", metavar="DIR",
                    help="labelled runs: .jsonl files and their labels.json")
     p.add_argument("--json", action="store_true", help="print the scores as JSON")
@@ -37,14 +39,11 @@ def run(args: argparse.Namespace) -> int:
     """Score a model's verdicts on a labelled folder, or compare the judges."""
     if args.baselines or args.markdown or args.directory is None:
         return _compare_judges(args)
-    from trustlayer.inputs import load_model
-    from trustlayer.judge.batch import judge_paths
     from trustlayer.observe.traces import load_labels
     from trustlayer.score.scores import score
 
-    model = load_model(args.model, USAGE)
-    labels = load_labels(args.directory)
-    summary = score(judge_paths(model, [args.directory], args.quiet), labels).summary()
+    verdicts = _verdicts(args)  # first: a model and a folder swapped is said as such
+    summary = score(verdicts, load_labels(args.directory)).summary()
     if args.json:
         print(json.dumps(summary, indent=1))
         return EXIT_OK
@@ -59,6 +58,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"  wrong: {wrong['run_id']} truth {wrong['truth']}/{wrong['truth_cause']} said "
               f"{wrong['verdict']}/{wrong['cause']}: {wrong['reason']}")
     return EXIT_OK
+
+
+def _verdicts(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The verdicts on the labelled folder: by the model, or by each run's task's model
+    when MODEL.json is a folder of models (runs without one named on standard error)."""
+    from trustlayer.inputs import load_model
+    from trustlayer.judge.batch import judge_paths
+    from trustlayer.judge.fleet import is_models_dir, judge_fleet, read_fleet
+
+    if not is_models_dir(args.model):
+        return judge_paths(load_model(args.model, USAGE), [args.directory], args.quiet)
+    fleet = read_fleet(args.model, [args.directory], args.quiet)
+    for line in fleet.missing_lines(args.model):
+        print(f"trustlayer eval: {line}", file=sys.stderr)
+    return judge_fleet(fleet, args.quiet)
 
 
 def _compare_judges(args: argparse.Namespace) -> int:
