@@ -117,12 +117,20 @@ def test_report_shows_each_run_and_the_divergence(report):
     assert runs == {"jl-save-textfile-test-05": ({"run", "pass"}, False),  # folded
                     "jl-save-textfile-test-01": ({"run", "fail"}, True),
                     "jl-save-textfile-test-02": ({"run", "fail"}, True)}
-    assert text.count("Divergence") == 2
+    assert text.count(": expected and shown") == 2
     assert text.count("the run showed instead") == 4  # each beside expected, and full size
     assert "expected: 'untitled.txt: Saving completed'" in text
     assert "failed in phase 'Saving completed' after 'hello world'" in text
     assert "product_bug" in text and "agent_error" in text
     assert sum("diverged" in c for c in classes(page, "figure")) == 2
+    # the divergence frame is the event the reason names: its step, in the heading too
+    headings = {a["id"]: a["data-seq"] for t, a in page.tags if t == "h4" and "data-seq" in a}
+    frames = [a["data-seq"] for (t, a), c in zip([(t, a) for t, a in page.tags if t == "figure"],
+                                                 classes(page, "figure")) if "diverged" in c]
+    assert sorted(headings.values()) == sorted(frames)
+    for run_id, seq in headings.items():
+        assert f"Failed at step {seq}:" in text
+        assert f'href="#{run_id}"' in report.read_text()  # linked from the top of the page
     assert sum("milestone" in c for c in classes(page, "figure")) >= 3
     assert re.search(r"equivalence\s*: different by tier", text)
     assert "Decisions to check" in text

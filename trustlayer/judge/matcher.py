@@ -305,6 +305,7 @@ class Matcher:
         self.current.status, self.current.cause, self.current.code = FAILED, cause, why.code
         self.current.reason, self.current.details = why.sentence(cause), details
         self.current.detected_at_seq, self.current.final = why.seq if seq is None else seq, True
+        self.current.step = why.seq if why.seq is not None else self.current.detected_at_seq
 
     def fail(self, seq: int | None, reason: str, cause: str | None,
              code: str = UNJUDGEABLE) -> Status:

@@ -17,11 +17,11 @@ RUNNING, AT_RISK, PASSED, FAILED = "running", "at_risk", "passed", "failed"
 INCOMPLETE = "incomplete"
 
 #: The fields of a verdict, in the order its JSON lists them (``verdict`` is derived).
-VERDICT_FIELDS = ("run_id", "task", "model_version", "status", "reason", "cause", "code",
+VERDICT_FIELDS = ("run_id", "task", "model_version", "status", "reason", "step", "cause", "code",
                   "details", "coverage", "matched", "missing", "detected_at_seq", "event_ts",
                   "final", "verdict", "warnings", "llm_calls", "unknown_states")
 #: The fields of a line of ``trustlayer validate --format json`` (a final verdict).
-VALIDATE_FIELDS = ("run_id", "task", "verdict", "coverage", "reason", "cause", "code",
+VALIDATE_FIELDS = ("run_id", "task", "verdict", "coverage", "reason", "step", "cause", "code",
                    "details", "missing", "warnings", "llm_calls")
 
 
@@ -34,6 +34,9 @@ class Status:
     status: str = RUNNING
     #: one sentence a person can act on (:mod:`trustlayer.judge.reasons`)
     reason: str | None = None
+    #: a failed run's step: the ``seq`` of the event its reason is about (the report's
+    #: divergence frame)
+    step: int | None = None
     cause: str | None = None
     #: what code matches on: a constant of :mod:`trustlayer.judge.reasons`
     code: str | None = None

@@ -285,7 +285,7 @@ def _divergence_view(model: Model, view: RunView,
                             caption=f"negative milestone '{model.name(frame.negative)}' (seen "
                                     "in failed runs)"))
     figures.append(dict(_frame_body(frame.event, frame.step, COMPARE_WIDTH), note=None,
-                        full=_full(shown), caption=f"the run showed instead (#{frame.seq})"))
+                        full=_full(shown), caption=f"the run showed instead (step {frame.seq})"))
     expected_shot = _screenshot(expected[0]) if expected else None
     if expected_shot is not None and shown is not None:
         figures.append(_difference(expected_shot, shown))
@@ -317,6 +317,7 @@ def _run_view(model: Model, view: RunView, found: Sequence[Phase],
     status = view.status
     return {"run_id": view.run.run_id, "verdict": status.verdict or "fail",
             "coverage": f"{status.coverage:.0%}", "reason": status.reason or "",
+            "step": status.step,
             "details": status.details or "",
             "cause": status.cause, "location": view.location, "warnings": status.warnings,
             "frames": len(view.frames), "groups": _groups(model, view, found),
@@ -343,6 +344,7 @@ def render_report(model: Model, views: Sequence[RunView] = (),
                      if run["verdict"] != "pass")
     return TEMPLATES.get_template("page.html.j2").render(
         model=model, graph=graph_svg(model), phases=_phase_rows(model, found), runs=runs,
+        failed=[run for run in runs if run["divergence"]],
         passed=sum(run["verdict"] == "pass" for run in runs), causes=sorted(causes.items()),
         milestones=[(model.name(s), s in model.soft) for s in model.essential])
 
