@@ -33,6 +33,9 @@ class Observed(NamedTuple):
     ends: bool = False
     #: files changed with no action of the agent
     files_moved: bool = False
+    #: when it matched nothing: the line that tells it, verbatim and shortened
+    #: (:func:`trustlayer.judge.quotes.telling_line`)
+    shown: str = ""
 
 
 #: The fields of a row, in the order a snapshot lists them.

@@ -26,6 +26,7 @@ from trustlayer.judge.deadlines import overdue
 from trustlayer.judge.faults import feed_checked
 from trustlayer.judge.history import Observed
 from trustlayer.judge.overlay import Overlay
+from trustlayer.judge.quotes import telling_line
 from trustlayer.judge.reasons import (
     FILES_MOVED,
     KEPT_LINE,
@@ -165,8 +166,11 @@ class Matcher:
         self.signs.observe(self.model, step, before, observation, known, news)
         ends = ends_like_success(self.model, step.fingerprint, known, self.typed_words) \
             or self._answered() and at_an_end_place(self.model, step.fingerprint)
+        shown = "" if known else telling_line(self.model, step.fingerprint, observation, novel,
+                                              self.history[-1].ids if self.history else (),
+                                              self.position)
         self.history.append(Observed(step.seq, step.ts, known, action_signatures(step),
-                                     novel[:8], ends, step.files_moved))
+                                     novel[:8], ends, step.files_moved, shown))
         if not known:
             self.current.unknown_states += 1
         if self.current.status == FAILED:
