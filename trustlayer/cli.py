@@ -12,6 +12,8 @@ import argparse
 import contextlib
 import difflib
 import logging
+import os
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -127,8 +129,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not plain:
         outputs.write(records, model.task, args.format, args.output, _plain_line)
     else:
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
         for record in records:
-            print(verdict_text(record, paint, args.verbose))
+            print(verdict_text(record, paint, args.verbose, width))
     for fmt, path in (("junit", args.junit), ("markdown", args.markdown)):
         if path:
             outputs.write(records, model.task, fmt, path, _plain_line)
@@ -313,6 +316,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(file=sys.stderr)  # the line ^C was typed on ends
         return INTERRUPTED
+    except BrokenPipeError:  # the reader had what it wanted (`| head -1`): not an error
+        # output still buffered would fail again when Python flushes it at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 def _run(argv: list[str]) -> int:
@@ -324,6 +331,8 @@ def _run(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        raise  # not bad input: main ends quietly
     except (TraceError, ModelError, UsageError) as exc:
         print(f"trustlayer {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
