@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
@@ -31,6 +32,7 @@ from trustlayer.errors import (
     UnjudgeableEvent,
     UsageError,
 )
+from trustlayer.judge.reasons import COVERAGE
 
 if TYPE_CHECKING:
     from trustlayer.model import Model
@@ -227,7 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(.jsonl files or folders of them)")
     p.add_argument("--no-loo", action="store_true", help="skip leave-one-out")
     p.set_defaults(func=cmd_check)
-    p = sub.add_parser("validate", help="judge runs against a model")
+    p = sub.add_parser("validate", help="judge runs against a model",
+                       description="Judge runs against a model: a verdict, a coverage and a "
+                       "reason per run.\n\n" + textwrap.fill(COVERAGE[0].upper() + COVERAGE[1:]
+                                                              + ".", 78))
     p.add_argument("model", metavar="MODEL.json", help="the model file (from `learn`)")
     p.add_argument("paths", nargs="+", metavar="RUN", help="runs to judge: .jsonl files or "
                    "folders of them")

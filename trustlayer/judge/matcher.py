@@ -24,9 +24,8 @@ from trustlayer.compare.llm import LLMJudge
 from trustlayer.judge.cause import explain_failure
 from trustlayer.judge.deadlines import overdue
 from trustlayer.judge.faults import feed_checked
-from trustlayer.judge.history import Observed
+from trustlayer.judge.history import Observed, observed
 from trustlayer.judge.overlay import Overlay
-from trustlayer.judge.quotes import telling_line
 from trustlayer.judge.reasons import (
     FILES_MOVED,
     KEPT_LINE,
@@ -44,7 +43,7 @@ from trustlayer.model import Model
 from trustlayer.observe.canonical import shows
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.observe.fingerprints import Fingerprint
-from trustlayer.observe.steps import Step, StepBuilder, action_signatures
+from trustlayer.observe.steps import Step, StepBuilder
 from trustlayer.observe.traces import Event, Observation, Run
 
 
@@ -166,11 +165,8 @@ class Matcher:
         self.signs.observe(self.model, step, before, observation, known, news)
         ends = ends_like_success(self.model, step.fingerprint, known, self.typed_words) \
             or self._answered() and at_an_end_place(self.model, step.fingerprint)
-        shown = "" if known else telling_line(self.model, step.fingerprint, observation, novel,
-                                              self.history[-1].ids if self.history else (),
-                                              self.position)
-        self.history.append(Observed(step.seq, step.ts, known, action_signatures(step),
-                                     novel[:8], ends, step.files_moved, shown))
+        self.history.append(observed(self.model, step, observation, known, novel, ends,
+                                     self.history, self.position))
         if not known:
             self.current.unknown_states += 1
         if self.current.status == FAILED:
@@ -306,10 +302,7 @@ class Matcher:
 
     def _fail(self, cause: str | None, why: Reason, details: str, seq: int | None = None) -> None:
         """Fail the run for good at event `seq` (else where `why` found it, the short reason)."""
-        self.current.status, self.current.cause, self.current.code = FAILED, cause, why.code
-        self.current.reason, self.current.details = why.sentence(cause), details
-        self.current.detected_at_seq, self.current.final = why.seq if seq is None else seq, True
-        self.current.step = why.seq if why.seq is not None else self.current.detected_at_seq
+        self.current.fail(cause, why.code, why.sentence(cause), details, why.seq, seq)
 
     def fail(self, seq: int | None, reason: str, cause: str | None,
              code: str = UNJUDGEABLE) -> Status:

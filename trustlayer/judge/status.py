@@ -63,6 +63,21 @@ class Status:
             return INCOMPLETE
         return "pass" if self.final and self.status == PASSED else None
 
+    def fail(self, cause: str | None, code: str, reason: str, details: str,
+             step: int | None, seq: int | None = None) -> None:
+        """Fail the run for good at event `seq` (else at its `step`), with the reason about
+        event `step` (else `seq`).
+
+        >>> status = Status("r1", "t")
+        >>> status.fail("agent_error", "missing_milestone", "Failed at step 3: …", "…", 3, 9)
+        >>> status.verdict, status.step, status.detected_at_seq, status.final
+        ('fail', 3, 9, True)
+        """
+        self.status, self.cause, self.code = FAILED, cause, code
+        self.reason, self.details, self.final = reason, details, True
+        self.detected_at_seq = step if seq is None else seq
+        self.step = step if step is not None else seq
+
     def to_json(self, fields: Sequence[str] = VERDICT_FIELDS,
                 text_max: int | None = None) -> dict[str, Any]:
         """The status as JSON: `fields` (of :data:`VERDICT_FIELDS`) in that order, lists
