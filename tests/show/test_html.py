@@ -265,7 +265,9 @@ def test_the_deciding_words_are_marked_as_a_diff(model_file, tmp_path):
     assert re.search(r"hello <del>world</del></div><div><span class=\"label\">showed</span> "
                      r"hello <ins>word</ins>", html_text)
     diff = html_text[html_text.index('<div class="diff">'):]
-    diff = re.sub(r"<[^>]+>", "", diff[: diff.index('<div class="compare">')])
+    diff = re.sub(r"<[^>]+>", "", diff[: diff.index("equivalence")])
+    # the screens first, their text difference under them
+    assert html_text.index('<div class="compare">') < html_text.index('<div class="diff">')
     assert "Ln 1, Col 12" in diff and " , " not in diff, "text, not tokens"
 
 
@@ -332,3 +334,20 @@ def test_everything_from_the_runs_is_escaped(tmp_path):
     text = " ".join(page.text)
     assert "<script>alert(1)</script>" in text and "<b>bold</b>" in text
     assert '<img src=x onerror="alert(2)">' in text
+
+
+def test_on_a_phone_nothing_is_cut_off_and_the_first_failure_is_near(report):
+    """390 pixels wide (a phone; Playwright, since headless Chromium's own window is never
+    narrower than 500): the page is no wider, and the first failed run's expected and
+    shown screens begin within two screens."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(report.as_uri())
+        wide, window, compare = page.evaluate(
+            "[document.documentElement.scrollWidth, innerWidth, "
+            "document.querySelector('.compare').getBoundingClientRect().top]")
+        browser.close()
+    assert wide <= window == 390, f"the page is {wide} px wide on a 390 px phone"
+    assert compare < 2 * 844, f"the first comparison begins {compare:.0f} px down"

@@ -190,7 +190,8 @@ def _reference(model: Model, sid: str, references: dict[tuple[str, int], Event],
     """A frame of a successful run in state `sid` from the reference runs, and its name:
     one whose screen has the size of `like`'s when there is one (a pixel diff then
     compares like with like)."""
-    found = [(event, f"{run_id} #{seq}") for run_id, seq in model.states[sid].members
+    found = [(event, f"step {seq} of the successful run {run_id}")
+             for run_id, seq in model.states[sid].members
              if (event := references.get((run_id, seq))) is not None and event.observation]
     size = _size(like)
     return next((pair for pair in found if size and _size(pair[0]) == size),
