@@ -20,6 +20,7 @@ from trustlayer.observe.traces import Observation
 
 #: A quoted line keeps at most this many words (then "…").
 LINE_WORDS = 9
+LINE_CHARS = 80
 _ROLE = re.compile(r"^-?\s*'?(?:[a-z]+)\s+\"(.*)\"(?:\s*\[.*\])?'?:?$")  # - heading "x" [level=1]
 _WILDCARD = re.compile(r"<\*\*?>")
 
@@ -37,14 +38,17 @@ def plain(line: str) -> str:
     return " ".join(role.group(1).replace('\\"', '"').split()) if role else body.lstrip("- ")
 
 
-def shortened(line: str, words: int = LINE_WORDS) -> str:
-    """`line` cut to `words` words.
+def shortened(line: str, words: int = LINE_WORDS, chars: int = LINE_CHARS) -> str:
+    """`line` cut to `words` words and `chars` characters (a run's line may be one word
+    of megabytes: the row that keeps it is snapshotted).
 
-    >>> shortened("a b c d", 2)
-    'a b…'
+    >>> shortened("a b c d", 2), shortened("x" * 9, chars=4), shortened("a  b")
+    ('a b…', 'xxxx…', 'a b')
     """
-    parts = line.split()
-    return " ".join(parts[:words]) + "…" if len(parts) > words else " ".join(parts)
+    parts = line[:chars * 2].split()
+    kept = " ".join(parts[:words])
+    cut = len(parts) > words or len(kept) > chars or len(line) > chars * 2
+    return kept[:chars] + "…" if cut else kept
 
 
 def _raw_lines(observation: Observation) -> list[str]:
