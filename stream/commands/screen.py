@@ -19,10 +19,10 @@ STATUS_STYLE = {"running": ("running…", "dim"), "at_risk": ("at risk", "yellow
 # they say whether a verdict agrees with its label (the EXPECTED column)
 LEGEND = ("VERDICT: running → at risk (a screen came before the milestone that should precede "
           "it; the run may recover) → PASSED or FAILED (final: it never changes).  COVERAGE: "
-          "share of the learned essential milestones reached, in order.  AT EVENT: the event "
-          "(seq) at which the verdict was decided.  EXPECTED: the human label in labels.json, "
-          "✓ or ✗: the final verdict agrees with it or not.")
-SHORT_LEGEND = "COVERAGE: essential milestones reached, in order. Full reasons when it ends."
+          "share of the task's milestones reached in order (interruptions counted).  AT EVENT: "
+          "the event (seq) at which the verdict was decided.  EXPECTED: the human label in "
+          "labels.json, ✓ or ✗: the final verdict agrees with it or not.")
+SHORT_LEGEND = "COVERAGE: milestones reached in order. Full reasons when it ends."
 BAR_CELLS = 6
 REASON_INDENT = 5  # a reason under its run's line, as `trustlayer validate` prints it
 # the columns a terminal of at least this width shows beside RUN, VERDICT, COVERAGE, REASON
