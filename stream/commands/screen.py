@@ -20,8 +20,8 @@ STATUS_STYLE = {"running": ("running…", "dim"), "at_risk": ("at risk", "yellow
 LEGEND = ("VERDICT: running → at risk (a screen came before the milestone that should precede "
           "it; the run may recover) → PASSED or FAILED (final: it never changes).  COVERAGE: "
           "share of the task's milestones reached in order (interruptions counted).  AT EVENT: "
-          "the event (seq) at which the verdict was decided.  EXPECTED: the human label in "
-          "labels.json, ✓ or ✗: the final verdict agrees with it or not.")
+          "the event (seq) a failure's reason is about, or that decided a pass.  EXPECTED: the "
+          "human label in labels.json, ✓ or ✗: the final verdict agrees with it or not.")
 SHORT_LEGEND = "COVERAGE: milestones reached in order. Full reasons when it ends."
 BAR_CELLS = 6
 REASON_INDENT = 5  # a reason under its run's line, as `trustlayer validate` prints it
@@ -129,7 +129,8 @@ class Screen:
         verdict = Text(shown if final or record["status"] != "failed" else "failing", style)
         agrees = ("", "") if not final or want is None else \
             (" ✓", "green") if want == record["status"] else (" ✗", "bold red")
-        seq = record.get("detected_at_seq")
+        # a failure's step (what its reason is about), else the event that decided
+        seq = record.get("detected_at_seq") if record.get("step") is None else record["step"]
         cause = (record.get("cause") or "").replace("_", " ")
         reason = Text.assemble((f"{cause}: " if cause else "", "bold"), record.get("reason") or "")
         return {"RUN": run_id, "EXPECTED": Text.assemble(expected, agrees), "VERDICT": verdict,

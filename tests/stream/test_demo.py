@@ -39,7 +39,7 @@ def judged_screen() -> Screen:
     screen.update({**base, "run_id": "r-pass", "status": "passed", "coverage": 1.0,
                    "reason": "every essential milestone reached"})
     screen.update({**base, "run_id": "r-fail", "status": "failed", "coverage": 0.5,
-                   "cause": "product_bug", "reason": LONG_REASON})
+                   "cause": "product_bug", "reason": LONG_REASON, "step": 4})
     screen.update({**base, "run_id": "r-wrong", "status": "failed", "coverage": 0.25,
                    "cause": "agent_error", "reason": "stopped early"})
     screen.update({**base, "run_id": "r-open", "status": "at_risk", "final": False,
@@ -63,7 +63,7 @@ def test_the_screen_shows_expected_verdicts_legend_and_next_step():
     text = " ".join(" ".join(rendered(screen, 120)).split())
     assert "PASSED ✓" not in text and "FAILED ✗" not in text  # ✓ ✗ tell the label only
     for shown in ("EXPECTED", "fail · product bug ✓", "PASSED", "FAILED",
-                  "pass ✗", "at risk", "#9", "3/4 decided", "COVERAGE: share", "███░░░ 50%"):
+                  "pass ✗", "at risk", "#9", "#4", "3/4 decided", "COVERAGE: share", "███░░░ 50%"):
         assert shown in text, shown
     assert screen.agreement() == (2, 3)
     hint = next_step(screen, EXAMPLES / "train", EXAMPLES / "test")
