@@ -1,7 +1,8 @@
 """Take the screenshots in docs/screenshots/ with headless Chromium, from real runs:
 
 * ``report.png``: the first screen of ``trustlayer report`` of examples/jupyter/test (with
-  ``--train``), ``report-divergence.png`` one failed run's divergence (expected and shown
+  ``--train``) 1280 pixels wide, ``report-390.png`` its first two screens on a phone (390
+  pixels wide), ``report-divergence.png`` one failed run's divergence (expected and shown
   screens, their pixel difference, the text diff) and ``report-full-diff.png`` that
   difference opened at full resolution;
 * ``demo-80.png`` and ``demo-120.png``: the last screen of ``trustlayer demo`` run in a
@@ -45,6 +46,19 @@ def chromium_png(page: Path, out: Path, width: int, height: int, anchor: str = "
     chromium(page, width, height, f"--screenshot={out}", anchor=anchor)
 
 
+def phone_png(page: Path, out: Path, width: int, height: int) -> None:
+    """`page` in a viewport `width` pixels wide, as a phone shows it (Playwright: headless
+    Chromium's own window is never narrower than 500 pixels)."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=shutil.which("chromium"),
+                                     args=["--no-sandbox", "--disable-gpu"])
+        view = browser.new_page(viewport={"width": width, "height": height})
+        view.goto(page.as_uri())
+        view.screenshot(path=str(out))
+        browser.close()
+
+
 def element_png(page: Path, element_id: str, out: Path, width: int, height: int) -> None:
     """`height` pixels of `page` from the element `element_id` down (headless Chromium
     draws nothing when it scrolls to an anchor: the page is drawn whole, then cut)."""
@@ -77,13 +91,15 @@ def reports(work: Path) -> list[Path]:
     divergence (expected, shown, their pixel difference, the text diff) and its
     difference opened at full resolution."""
     page = report(work, EXAMPLES / "test", "report")
-    chromium_png(page, OUT / "report.png", 1400, 900)
+    chromium_png(page, OUT / "report.png", 1280, 900)
+    phone_png(page, OUT / "report-390.png", 390, 2 * 844)
     # one failed run ('hello word' typed for 'hello world'): its divergence and diff
     run = "jl-save-textfile-test-14"
     page = report(work, EXAMPLES / "test" / f"{run}.jsonl", "report-divergence")
-    element_png(page, f"{run}-divergence", OUT / "report-divergence.png", 1400, 900)
-    chromium_png(page, OUT / "report-full-diff.png", 1400, 900, f"#{run}-screen-2")
-    return [OUT / f"{name}.png" for name in ("report", "report-divergence", "report-full-diff")]
+    element_png(page, f"{run}-divergence", OUT / "report-divergence.png", 1280, 900)
+    chromium_png(page, OUT / "report-full-diff.png", 1280, 900, f"#{run}-screen-2")
+    return [OUT / f"{name}.png" for name in ("report", "report-390", "report-divergence",
+                                             "report-full-diff")]
 
 
 def demo(work: Path, columns: int) -> Path:

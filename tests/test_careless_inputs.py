@@ -57,3 +57,35 @@ def test_a_report_to_a_full_device_names_it(tmp_path):
         done = cli(*argv)
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert f"trustlayer {argv[0]}: error: /dev/full: No space left on device" in done.stderr
+
+
+def test_a_reader_that_closes_the_pipe_is_no_error(tmp_path):
+    """`trustlayer validate … | head -1`: the lines nobody reads are dropped quietly."""
+    model = tmp_path / "model.json"
+    assert cli("learn", str(TRAIN), "-o", str(model)).returncode == 0
+    runs = str(EXAMPLES / "jupyter" / "test")
+    validate = subprocess.Popen([sys.executable, "-m", "trustlayer.cli", "validate", str(model),
+                                 runs, "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert validate.stdout is not None and validate.stderr is not None
+    validate.stdout.close()  # the reader is gone before the first line is written
+    errors = validate.stderr.read().decode()
+    assert validate.wait() == 0, errors
+    assert errors == "", errors
+
+
+def test_an_image_given_as_the_model_is_named_in_words(tmp_path):
+    image = tmp_path / "model.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    done = cli("show", str(image))
+    assert done.returncode == 2 and "codec" not in done.stderr, done.stderr
+    assert f"{image}: not a JSON model file: it holds binary data (a PNG image)" in done.stderr
+
+
+def test_progress_bars_stay_out_of_a_log_file(tmp_path, monkeypatch):
+    """Standard error written to a file (a CI log) gets no bar redrawn with carriage returns."""
+    from trustlayer.inputs import progress
+    with open(tmp_path / "ci.log", "w") as log:
+        monkeypatch.setattr(sys, "stderr", log)
+        bar = progress([1, 2, 3], "reading", quiet=False)
+        assert list(bar) == [1, 2, 3] and bar.disable  # no bar drawn, however slow
+    assert (tmp_path / "ci.log").read_text() == ""

@@ -12,7 +12,9 @@ import argparse
 import contextlib
 import difflib
 import logging
+import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
@@ -28,6 +30,7 @@ from trustlayer.errors import (
     UnjudgeableEvent,
     UsageError,
 )
+from trustlayer.judge.reasons import COVERAGE
 from trustlayer.validate_command import cmd_validate
 from trustlayer.validate_command import command_model as _model
 
@@ -173,7 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(.jsonl files or folders of them)")
     p.add_argument("--no-loo", action="store_true", help="skip leave-one-out")
     p.set_defaults(func=cmd_check)
-    p = sub.add_parser("validate", help="judge runs against a model")
+    p = sub.add_parser("validate", help="judge runs against a model",
+                       description="Judge runs against a model: a verdict, a coverage and a "
+                       "reason per run.\n\n" + textwrap.fill(COVERAGE[0].upper() + COVERAGE[1:]
+                                                              + ".", 78))
     p.add_argument("model", metavar="MODEL.json", help="the model file (from `learn`), or a "
                    "folder of them: each run is judged by the model of its task")
     p.add_argument("paths", nargs="+", metavar="RUN", help="runs to judge: .jsonl files or "
@@ -267,6 +273,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(file=sys.stderr)  # the line ^C was typed on ends
         return INTERRUPTED
+    except BrokenPipeError:  # the reader had what it wanted (`| head -1`): not an error
+        # output still buffered would fail again when Python flushes it at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 def _run(argv: list[str]) -> int:
@@ -278,6 +288,8 @@ def _run(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        raise  # not bad input: main ends quietly
     except (TraceError, ModelError, UsageError) as exc:
         print(f"trustlayer {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -52,3 +52,18 @@ def cut(text: str, limit: int) -> str:
     'abc... (6 characters)'
     """
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+#: The first bytes of files people give by mistake, and what they are.
+MAGIC = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"),
+         (b"%PDF", "a PDF document"), (b"PK\x03\x04", "a zip archive"),
+         (b"\x1f\x8b", "a gzip archive"))
+
+
+def binary_kind(head: bytes) -> str:
+    """What a binary file is, from its first bytes: ``" (a PNG image)"``, or ``""``.
+
+    >>> binary_kind(b"\\x89PNG\\r\\n"), binary_kind(b"\\x00\\x01")
+    (' (a PNG image)', '')
+    """
+    return next((f" ({kind})" for magic, kind in MAGIC if head.startswith(magic)), "")

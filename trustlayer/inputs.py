@@ -16,9 +16,11 @@ from trustlayer.observe.traces import Run, read_run, trace_files
 
 
 def progress(items: Sequence, description: str, quiet: bool) -> Any:
-    """`items` with a progress bar on standard error (none when quiet or for one item)."""
-    return tqdm(items, desc=description, unit="run", disable=quiet or len(items) < 2,
-                file=sys.stderr, leave=False)
+    """`items` with a progress bar on standard error: only on a terminal (a bar redrawn
+    with carriage returns garbles a CI log), never when quiet or for one item."""
+    shown = not quiet and len(items) > 1 and sys.stderr.isatty()
+    return tqdm(items, desc=description, unit="run", disable=not shown, file=sys.stderr,
+                leave=False)
 
 
 def _trace_files(paths: Sequence[str | Path]) -> list[Path]:

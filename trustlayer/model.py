@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlayer.errors import ModelError
+from trustlayer.errors import ModelError, binary_kind
 from trustlayer.model_check import check_model
 from trustlayer.model_effects import EffectSpine
 from trustlayer.observe.templates import Profile
@@ -269,7 +269,11 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ModelError(f"{path}: model file not found") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError:
+            kind = binary_kind(Path(path).read_bytes()[:8])
+            raise ModelError(f"{path}: not a JSON model file: it holds binary data{kind}; "
+                             "give the .json file `trustlayer learn` wrote") from None
+        except json.JSONDecodeError as exc:
             raise ModelError(f"{path}: not a JSON model file ({exc})") from None
         if not isinstance(data, dict):
             raise ModelError(f"{path}: not a trustlayer model")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import shutil
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -109,8 +110,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not plain:
         outputs.write(records, task, args.format, args.output, _plain_line)
     else:
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
         for record in records:
-            print(verdict_text(record, paint, args.verbose))
+            print(verdict_text(record, paint, args.verbose, width))
     for fmt, path in (("junit", args.junit), ("markdown", args.markdown)):
         if path:
             outputs.write(records, task, fmt, path, _plain_line)

@@ -7,21 +7,24 @@ from collections.abc import Callable
 from typing import Any
 
 from rich import box
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from stream.commands.console import verdict_line
 
 STATUS_STYLE = {"running": ("running…", "dim"), "at_risk": ("at risk", "yellow"),
-                "passed": ("PASSED ✓", "bold green"), "failed": ("FAILED ✗", "bold red")}
+                "passed": ("PASSED", "bold green"), "failed": ("FAILED", "bold red")}  # no ✓ ✗:
+# they say whether a verdict agrees with its label (the EXPECTED column)
 LEGEND = ("VERDICT: running → at risk (a screen came before the milestone that should precede "
           "it; the run may recover) → PASSED or FAILED (final: it never changes).  COVERAGE: "
-          "share of the learned essential milestones reached, in order.  AT EVENT: the event "
-          "(seq) at which the verdict was decided.  EXPECTED: the human label in labels.json, "
-          "✓ or ✗: the final verdict agrees with it or not.")
-SHORT_LEGEND = "COVERAGE: essential milestones reached, in order. Full reasons when it ends."
+          "share of the task's milestones reached in order (interruptions counted).  AT EVENT: "
+          "the event (seq) a failure's reason is about, or that decided a pass.  EXPECTED: the "
+          "human label in labels.json, ✓ or ✗: the final verdict agrees with it or not.")
+SHORT_LEGEND = "COVERAGE: milestones reached in order. Full reasons when it ends."
 BAR_CELLS = 6
+REASON_INDENT = 5  # a reason under its run's line, as `trustlayer validate` prints it
 # the columns a terminal of at least this width shows beside RUN, VERDICT, COVERAGE, REASON
 WIDE_COLUMNS = ((100, ("EXPECTED",)), (120, ("AT EVENT", "MODEL")))
 
@@ -105,14 +108,16 @@ class Screen:
         labelled = [(want, got) for want, got in pairs if want is not None]
         return sum(want == got for want, got in labelled), len(labelled)
 
-    def reasons(self) -> list[Text]:
-        """Every run's last verdict in full (its reason not cut), for after the table."""
+    def reasons(self) -> list[Group]:
+        """Every run's last verdict in full, for after the table: a line for the run, its
+        reason under it, wrapped to the terminal with its indent (not cut)."""
         lines = []
         for run_id, record in self.runs.items():
             if record is not None:
                 cells = self._cells(run_id, record)
-                lines.append(Text.assemble((f"{run_id}  ", "bold"), cells["VERDICT"], "  ",
-                                           cells["COVERAGE"], "  ", cells["REASON"]))
+                lines.append(Group(Text.assemble((f"{run_id}  ", "bold"), cells["VERDICT"],
+                                                 "  ", cells["COVERAGE"]),
+                                   Padding(cells["REASON"], (0, 0, 0, REASON_INDENT))))
         return lines
 
     def _cells(self, run_id: str, record: dict | None) -> dict[str, Any]:
@@ -124,7 +129,8 @@ class Screen:
         verdict = Text(shown if final or record["status"] != "failed" else "failing", style)
         agrees = ("", "") if not final or want is None else \
             (" ✓", "green") if want == record["status"] else (" ✗", "bold red")
-        seq = record.get("detected_at_seq")
+        # a failure's step (what its reason is about), else the event that decided
+        seq = record.get("detected_at_seq") if record.get("step") is None else record["step"]
         cause = (record.get("cause") or "").replace("_", " ")
         reason = Text.assemble((f"{cause}: " if cause else "", "bold"), record.get("reason") or "")
         return {"RUN": run_id, "EXPECTED": Text.assemble(expected, agrees), "VERDICT": verdict,

@@ -25,6 +25,7 @@ def test_names_are_distinct_and_readable(model):
         assert not re.search(r"\(s\d+\)", name), name  # no internal state ids
         assert not TOKENISED.search(name), name  # spacing as the run showed it
         assert 0 < len(name) <= 150, name
+        assert not any(run_id in name for run_id in model.training_runs), name  # read, not where
 
 
 def test_milestones_are_named_by_words_not_numbers(model):

@@ -106,8 +106,19 @@ def test_reasons_are_one_sentence_of_expected_versus_shown(dev_set):
         assert len(reason.split()) <= MAX_REASON_WORDS, reason
         assert not INTERNAL_ACTION.search(reason), reason
         assert verdict["code"] and verdict["details"], verdict
+        assert "unknown state" not in reason and verdict["run_id"] not in reason, reason
         if verdict["verdict"] == "fail":
             assert SHORT_REASON.match(reason), reason
+            assert reason.startswith(f"Failed at step {verdict['step']}:"), verdict
+
+
+def test_a_reason_quotes_the_line_no_successful_run_showed():
+    """The evidence verbatim (a tool's error line), not the loose words it holds."""
+    root = SHARED / "coding-dev"
+    model = learn(read_runs([root / "train"]))
+    run = root / "test" / "slugify-move-unicode-filter-test-03.jsonl"
+    verdicts = judge_paths(model, [str(run)], quiet=True)
+    assert "showed 'pytest: error: unrecognized arguments: --timeout=120'" in verdicts[0]["reason"]
 
 
 @DEVTRACES

@@ -118,12 +118,20 @@ def test_report_shows_each_run_and_the_divergence(report):
     assert runs == {"jl-save-textfile-test-05": ({"run", "pass"}, False),  # folded
                     "jl-save-textfile-test-01": ({"run", "fail"}, True),
                     "jl-save-textfile-test-02": ({"run", "fail"}, True)}
-    assert text.count("Divergence") == 2
+    assert text.count(": expected and shown") == 2
     assert text.count("the run showed instead") == 4  # each beside expected, and full size
     assert "expected: 'untitled.txt: Saving completed'" in text
     assert "failed in phase 'Saving completed' after 'hello world'" in text
     assert "product_bug" in text and "agent_error" in text
     assert sum("diverged" in c for c in classes(page, "figure")) == 2
+    # the divergence frame is the event the reason names: its step, in the heading too
+    headings = {a["id"]: a["data-seq"] for t, a in page.tags if t == "h4" and "data-seq" in a}
+    frames = [a["data-seq"] for (t, a), c in zip([(t, a) for t, a in page.tags if t == "figure"],
+                                                 classes(page, "figure")) if "diverged" in c]
+    assert sorted(headings.values()) == sorted(frames)
+    for run_id, seq in headings.items():
+        assert f"Failed at step {seq}:" in text
+        assert f'href="#{run_id}"' in report.read_text()  # linked from the top of the page
     assert sum("milestone" in c for c in classes(page, "figure")) >= 3
     assert re.search(r"equivalence\s*: different by tier", text)
     assert "Decisions to check" in text
@@ -264,7 +272,9 @@ def test_the_deciding_words_are_marked_as_a_diff(model_file, tmp_path):
     assert re.search(r"hello <del>world</del></div><div><span class=\"label\">showed</span> "
                      r"hello <ins>word</ins>", html_text)
     diff = html_text[html_text.index('<div class="diff">'):]
-    diff = re.sub(r"<[^>]+>", "", diff[: diff.index('<div class="compare">')])
+    diff = re.sub(r"<[^>]+>", "", diff[: diff.index("equivalence")])
+    # the screens first, their text difference under them
+    assert html_text.index('<div class="compare">') < html_text.index('<div class="diff">')
     assert "Ln 1, Col 12" in diff and " , " not in diff, "text, not tokens"
 
 
@@ -333,3 +343,20 @@ def test_everything_from_the_runs_is_escaped(tmp_path):
     text = " ".join(page.text)
     assert "<script>alert(1)</script>" in text and "<b>bold</b>" in text
     assert '<img src=x onerror="alert(2)">' in text
+
+
+def test_on_a_phone_nothing_is_cut_off_and_the_first_failure_is_near(report):
+    """390 pixels wide (a phone; Playwright, since headless Chromium's own window is never
+    narrower than 500): the page is no wider, and the first failed run's expected and
+    shown screens begin within two screens."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(report.as_uri())
+        wide, window, compare = page.evaluate(
+            "[document.documentElement.scrollWidth, innerWidth, "
+            "document.querySelector('.compare').getBoundingClientRect().top]")
+        browser.close()
+    assert wide <= window == 390, f"the page is {wide} px wide on a 390 px phone"
+    assert compare < 2 * 844, f"the first comparison begins {compare:.0f} px down"

@@ -54,10 +54,11 @@ def _shown(model: Model, entries: Sequence[Observed]) -> str:
     for entry in entries[:3]:
         if entry.ids:
             name = f"'{model.name(entry.ids[0])}'"
-        elif entry.novel:
-            name = f"a state never seen in successful runs ({' '.join(entry.novel[:4])})"
+        elif entry.shown or entry.novel:
+            told = entry.shown or " ".join(entry.novel[:4])
+            name = f"a state never seen in successful runs ({told})"
         else:
-            name = f"an unknown state (seq {entry.seq})"
+            name = f"a state without text never seen in successful runs (seq {entry.seq})"
         if name not in names:
             names.append(name)
     return ", ".join(names)
@@ -144,9 +145,9 @@ def _brief(model: Model, entries: Sequence[Observed]) -> str:
     entry = entries[0] if entries else None
     if entry is not None and entry.ids:
         return quoted(model.name(entry.ids[0]))
-    if entry is not None and entry.novel:
-        return listed(entry.novel)
-    return "an unknown state"
+    if entry is not None and (entry.shown or entry.novel):
+        return f"'{entry.shown}'" if entry.shown else listed(entry.novel)
+    return "a screen without text no successful run showed"
 
 
 def _headline(model: Model, missing: str | None, last: str | None,

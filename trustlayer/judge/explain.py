@@ -11,8 +11,7 @@ from trustlayer.compare.equivalence import Decision, judge
 from trustlayer.compare.index import StateIndex
 from trustlayer.compare.llm import LLMJudge, judge_for
 from trustlayer.judge.matcher import judged
-from trustlayer.judge.phases import Phase, frame_phases, phases, where
-from trustlayer.judge.reasons import NEGATIVE_MILESTONE
+from trustlayer.judge.phases import frame_phases, where
 from trustlayer.judge.status import FAILED, Status
 from trustlayer.model import Model
 from trustlayer.observe.steps import Step, run_steps
@@ -50,27 +49,13 @@ class RunView:
     doubts: list[tuple[Frame, str, Decision, str]] = field(default_factory=list)
 
 
-def _divergence(model: Model, frames: Sequence[Frame], status: Status,
-                found: Sequence[Phase]) -> int | None:
-    """Index of the frame where a failed run left what successful runs do: after the last
-    milestone it reached, the first frame that is neither that state again nor one that
-    successful runs go to next; a negative milestone's frame; else the last frame."""
+def _divergence(frames: Sequence[Frame], status: Status) -> int | None:
+    """Index of the frame a failed run's reason is about: the event of its ``step``, else
+    (a step that is no state: an action, an end) the last frame before it."""
     if status.status != FAILED or not frames:
         return None
-    if status.code == NEGATIVE_MILESTONE:
-        return next((i for i, f in enumerate(frames) if f.seq == status.detected_at_seq),
-                    len(frames) - 1)
-    reached = {sid for sid in model.essential if model.name(sid) in status.matched}
-    last = max((i for i, f in enumerate(frames) if reached & set(f.ids)), default=-1)
-    known = set(frames[last].ids) if last >= 0 else None
-    for index in range(last + 1, len(frames)):
-        ids = set(frames[index].ids)
-        expected = (known | set().union(*(model.successors(s) for s in known))) if known \
-            else set(found[0].states) if found else set()
-        if not ids & expected:
-            return index
-        known = ids
-    return len(frames) - 1
+    step = status.step if status.step is not None else frames[-1].seq
+    return max((i for i, f in enumerate(frames) if f.seq <= step), default=0)
 
 
 def _doubt(decision: Decision, settings: Any) -> str | None:
@@ -99,7 +84,6 @@ def analyse_run(model: Model, run: Run, index: StateIndex | None = None,
     status = matcher.current
     steps = {step.seq: step for step in run_steps(run, model.settings)}
     events = {event.seq: event for event in run.events}
-    found = phases(model)
     in_phase = frame_phases(model, matcher.history)
     frames = []
     for entry, phase in zip(matcher.history, in_phase):
@@ -108,7 +92,7 @@ def analyse_run(model: Model, run: Run, index: StateIndex | None = None,
                             list(entry.ids), list(entry.via), list(entry.novel),
                             phase, milestone))
     view = RunView(run, status, frames)
-    view.divergence = _divergence(model, frames, status, found)
+    view.divergence = _divergence(frames, status)
     if view.divergence is not None:
         frame = frames[view.divergence]
         frame.diverged = True

@@ -9,7 +9,15 @@ written before a field was added: it takes its default).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from trustlayer.judge.quotes import telling_line
+from trustlayer.observe.steps import action_signatures
+
+if TYPE_CHECKING:
+    from trustlayer.model import Model
+    from trustlayer.observe.steps import Step
+    from trustlayer.observe.traces import Observation
 
 
 class Observed(NamedTuple):
@@ -33,6 +41,22 @@ class Observed(NamedTuple):
     ends: bool = False
     #: files changed with no action of the agent
     files_moved: bool = False
+    #: when it matched nothing: the line that tells it, verbatim and shortened
+    #: (:func:`trustlayer.judge.quotes.telling_line`)
+    shown: str = ""
+
+
+def observed(model: Model, step: Step, observation: Observation, known: Sequence[str],
+             novel: Sequence[str], ends: bool, history: Sequence[Observed],
+             position: int) -> Observed:
+    """The row of `step`, which matched the `known` model states and holds the `novel`
+    words; one that matched nothing is told by its line (:func:`telling_line`), against
+    what successful runs showed after the run's last row (`history`) and its next
+    milestone (`position`)."""
+    shown = "" if known else telling_line(model, step.fingerprint, observation, novel,
+                                          history[-1].ids if history else (), position)
+    return Observed(step.seq, step.ts, known, action_signatures(step), novel[:8], ends,
+                    step.files_moved, shown)
 
 
 #: The fields of a row, in the order a snapshot lists them.

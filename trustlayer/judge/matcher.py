@@ -25,7 +25,7 @@ from trustlayer.judge.cause import explain_failure
 from trustlayer.judge.deadlines import overdue
 from trustlayer.judge.effects import EffectWatch
 from trustlayer.judge.faults import feed_checked
-from trustlayer.judge.history import Observed
+from trustlayer.judge.history import Observed, observed
 from trustlayer.judge.outputs import OutputLedger
 from trustlayer.judge.overlay import Overlay
 from trustlayer.judge.reasons import (
@@ -44,7 +44,7 @@ from trustlayer.judge.status import AT_RISK, FAILED, PASSED, RUNNING, Status
 from trustlayer.model import Model
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.observe.fingerprints import Fingerprint
-from trustlayer.observe.steps import Step, StepBuilder, action_signatures
+from trustlayer.observe.steps import Step, StepBuilder
 from trustlayer.observe.traces import Event, Observation, Run
 
 
@@ -176,8 +176,8 @@ class Matcher:
         self.signs.observe(self.model, step, before, observation, known, news)
         ends = ends_like_success(self.model, step.fingerprint, known, self.typed_words) \
             or self.outputs.answered(self.model) and at_an_end_place(self.model, step.fingerprint)
-        self.history.append(Observed(step.seq, step.ts, known, action_signatures(step),
-                                     novel[:8], ends, step.files_moved))
+        self.history.append(observed(self.model, step, observation, known, novel, ends,
+                                     self.history, self.position))
         if not known:
             self.current.unknown_states += 1
         if self.current.status == FAILED:
@@ -312,9 +312,7 @@ class Matcher:
 
     def _fail(self, cause: str | None, why: Reason, details: str, seq: int | None = None) -> None:
         """Fail the run for good at event `seq` (else where `why` found it, the short reason)."""
-        self.current.status, self.current.cause, self.current.code = FAILED, cause, why.code
-        self.current.reason, self.current.details = why.sentence(cause), details
-        self.current.detected_at_seq, self.current.final = why.seq if seq is None else seq, True
+        self.current.fail(cause, why.code, why.sentence(cause), details, why.seq, seq)
 
     def fail(self, seq: int | None, reason: str, cause: str | None,
              code: str = UNJUDGEABLE) -> Status:

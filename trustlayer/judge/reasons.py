@@ -29,6 +29,11 @@ UNTOLD_FACT = "untold_fact"  # what every successful run told the person, never 
 MILESTONES_REACHED = "milestones_reached"  # the run passed
 
 MAX_WORDS = 25
+#: What a verdict's coverage counts, for a person (the README and ``--help`` say it too).
+COVERAGE = ("coverage: the share of the task's milestones the run reached in order, counting "
+            "the interruptions some successful runs skip (a dialog that may not appear); a run "
+            "passes under 100% when only those are missing, and fails at 100% when something "
+            "went wrong after them (an error shown, a wrong answer, a wrong end)")
 NAME_WORDS = 6
 CAUSE_WORDS = {"product_bug": "product fault", "agent_error": "agent error"}
 
@@ -85,16 +90,19 @@ class Reason:
 
 
 def passed_sentence(reached: int, total: int) -> str:
-    """The reason of a run that passed (milestones that may be skipped told apart, so a
-    coverage under 100% does not read as a contradiction).
+    """The reason of a run that passed, consistent with its coverage (:data:`COVERAGE`):
+    the milestones it did not reach are interruptions some successful runs skip too.
 
     >>> print(passed_sentence(3, 4))  # doctest: +NORMALIZE_WHITESPACE
-    Passed: reached 3 of 4 milestones (the others may be skipped) and ended where
-    successful runs end.
+    Passed: reached 3 of 4 milestones, all it needs (the other is an interruption some
+    successful runs skip too), and ended where successful runs end.
     """
-    got = f"all {total} milestones" if reached >= total else \
-        f"{reached} of {total} milestones (the others may be skipped)"
-    return f"Passed: reached {got} and ended where successful runs end."
+    if reached >= total:
+        return f"Passed: reached all {total} milestones and ended where successful runs end."
+    other = "the other is an interruption" if total - reached == 1 else \
+        f"the other {total - reached} are interruptions"
+    return (f"Passed: reached {reached} of {total} milestones, all it needs ({other} some "
+            "successful runs skip too), and ended where successful runs end.")
 
 
 def conversation_passed(changes: int, facts: int) -> str:

@@ -17,11 +17,11 @@ RUNNING, AT_RISK, PASSED, FAILED = "running", "at_risk", "passed", "failed"
 INCOMPLETE = "incomplete"
 
 #: The fields of a verdict, in the order its JSON lists them (``verdict`` is derived).
-VERDICT_FIELDS = ("run_id", "task", "model_version", "status", "reason", "cause", "code",
+VERDICT_FIELDS = ("run_id", "task", "model_version", "status", "reason", "step", "cause", "code",
                   "details", "coverage", "matched", "missing", "detected_at_seq", "event_ts",
                   "final", "verdict", "warnings", "llm_calls", "unknown_states")
 #: The fields of a line of ``trustlayer validate --format json`` (a final verdict).
-VALIDATE_FIELDS = ("run_id", "task", "verdict", "coverage", "reason", "cause", "code",
+VALIDATE_FIELDS = ("run_id", "task", "verdict", "coverage", "reason", "step", "cause", "code",
                    "details", "missing", "warnings", "llm_calls")
 
 
@@ -34,6 +34,9 @@ class Status:
     status: str = RUNNING
     #: one sentence a person can act on (:mod:`trustlayer.judge.reasons`)
     reason: str | None = None
+    #: a failed run's step: the ``seq`` of the event its reason is about (the report's
+    #: divergence frame)
+    step: int | None = None
     cause: str | None = None
     #: what code matches on: a constant of :mod:`trustlayer.judge.reasons`
     code: str | None = None
@@ -59,6 +62,21 @@ class Status:
         if self.status == INCOMPLETE:
             return INCOMPLETE
         return "pass" if self.final and self.status == PASSED else None
+
+    def fail(self, cause: str | None, code: str, reason: str, details: str,
+             step: int | None, seq: int | None = None) -> None:
+        """Fail the run for good at event `seq` (else at its `step`), with the reason about
+        event `step` (else `seq`).
+
+        >>> status = Status("r1", "t")
+        >>> status.fail("agent_error", "missing_milestone", "Failed at step 3: …", "…", 3, 9)
+        >>> status.verdict, status.step, status.detected_at_seq, status.final
+        ('fail', 3, 9, True)
+        """
+        self.status, self.cause, self.code = FAILED, cause, code
+        self.reason, self.details, self.final = reason, details, True
+        self.detected_at_seq = step if seq is None else seq
+        self.step = step if step is not None else seq
 
     def to_json(self, fields: Sequence[str] = VERDICT_FIELDS,
                 text_max: int | None = None) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from statistics import median
 from typing import NamedTuple
 
 from trustlayer.model import ModelState
@@ -229,12 +230,27 @@ def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
     first = dict(names)  # told apart by salient lines: the names a fallback starts from
     _tell_apart(names, details)
     taken = Counter(names.values())
-    for number, state in enumerate(states):
-        name = names[state.id]
-        if not name or taken[name] > 1:  # nothing tells it apart: where it was seen does
-            name = first[state.id] or (app if app and titles.get(state.id) else
-                                       "a screen without text" if not state.profile.templates
-                                       else "an unnamed screen")
-            run_id, seq = state.members[0] if state.members else ("no run", number)
-            name = f"{name}, as in {run_id} #{seq}"
-        state.name = name
+    unique = [s for s in states if names[s.id] and taken[names[s.id]] == 1]
+    for state in unique:
+        state.name = names[state.id]
+    alike = [s for s in states if s not in unique]
+    for state in alike:  # nothing tells it apart: when it was seen does
+        names[state.id] = first[state.id] or (
+            app if app and titles.get(state.id) else
+            "a screen without text" if not state.profile.templates else "an unnamed screen")
+    _number_alike(alike, names, {s.name for s in unique})
+
+
+def _number_alike(states: Sequence[ModelState], names: dict[str, str], used: set[str]) -> None:
+    """Name `states` that nothing they show tells apart by when successful runs saw them:
+    ``JupyterLab (1 of 3)`` first, by the median step of their members (a person reads
+    the order, never a run's id); ``… (another)`` beside a state of that name (`used`)."""
+    alike: dict[str, list[ModelState]] = defaultdict(list)
+    for state in states:
+        alike[names[state.id]].append(state)
+    for name, group in alike.items():
+        group.sort(key=lambda s: (median(seq for _, seq in s.members) if s.members else 0,
+                                  len(s.id), s.id))
+        for number, state in enumerate(group, 1):
+            state.name = f"{name} ({number} of {len(group)})" if len(group) > 1 else \
+                f"{name} (another)" if name in used else name

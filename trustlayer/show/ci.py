@@ -46,7 +46,8 @@ def counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
 
 def junit_xml(records: Sequence[dict[str, Any]], task: str) -> str:
     """One ``<testsuite>`` for the task, one ``<testcase>`` per run; a failed run's
-    ``<failure>`` has the reason as message, the cause as type and the details as text."""
+    ``<failure>`` has the reason as message, the cause as type and the details as text
+    (with the step: the ``seq`` of the event the reason is about)."""
     failures = [r for r in records if r["verdict"] == "fail"]
     suites = ET.Element("testsuites", name="trustlayer", tests=str(len(records)),
                         failures=str(len(failures)), errors="0")
@@ -64,8 +65,9 @@ def junit_xml(records: Sequence[dict[str, Any]], task: str) -> str:
         if record["verdict"] == "fail":
             failure = ET.SubElement(case, "failure", message=record.get("reason") or "failed",
                                     type=record.get("cause") or "failure")
+            step = [] if record.get("step") is None else [f"step: {record['step']}"]
             failure.text = "\n".join([record.get("reason") or "failed",
-                                      f"cause: {record.get('cause')}", *details])
+                                      f"cause: {record.get('cause')}", *step, *details])
         else:
             ET.SubElement(case, "system-out").text = "\n".join(
                 [record.get("reason") or "passed", *details])

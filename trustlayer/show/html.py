@@ -190,7 +190,8 @@ def _reference(model: Model, sid: str, references: dict[tuple[str, int], Event],
     """A frame of a successful run in state `sid` from the reference runs, and its name:
     one whose screen has the size of `like`'s when there is one (a pixel diff then
     compares like with like)."""
-    found = [(event, f"{run_id} #{seq}") for run_id, seq in model.states[sid].members
+    found = [(event, f"step {seq} of the successful run {run_id}")
+             for run_id, seq in model.states[sid].members
              if (event := references.get((run_id, seq))) is not None and event.observation]
     size = _size(like)
     return next((pair for pair in found if size and _size(pair[0]) == size),
@@ -285,7 +286,7 @@ def _divergence_view(model: Model, view: RunView,
                             caption=f"negative milestone '{model.name(frame.negative)}' (seen "
                                     "in failed runs)"))
     figures.append(dict(_frame_body(frame.event, frame.step, COMPARE_WIDTH), note=None,
-                        full=_full(shown), caption=f"the run showed instead (#{frame.seq})"))
+                        full=_full(shown), caption=f"the run showed instead (step {frame.seq})"))
     expected_shot = _screenshot(expected[0]) if expected else None
     if expected_shot is not None and shown is not None:
         figures.append(_difference(expected_shot, shown))
@@ -317,6 +318,7 @@ def _run_view(model: Model, view: RunView, found: Sequence[Phase],
     status = view.status
     return {"run_id": view.run.run_id, "verdict": status.verdict or "fail",
             "coverage": f"{status.coverage:.0%}", "reason": status.reason or "",
+            "step": status.step,
             "details": status.details or "",
             "cause": status.cause, "location": view.location, "warnings": status.warnings,
             "frames": len(view.frames), "groups": _groups(model, view, found),
@@ -343,6 +345,7 @@ def render_report(model: Model, views: Sequence[RunView] = (),
                      if run["verdict"] != "pass")
     return TEMPLATES.get_template("page.html.j2").render(
         model=model, graph=graph_svg(model), phases=_phase_rows(model, found), runs=runs,
+        failed=[run for run in runs if run["divergence"]],
         passed=sum(run["verdict"] == "pass" for run in runs), causes=sorted(causes.items()),
         milestones=[(model.name(s), s in model.soft) for s in model.essential])
 

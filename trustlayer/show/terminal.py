@@ -3,6 +3,7 @@ terminal that wants colour, and one closing summary line with the counts and the
 from __future__ import annotations
 
 import os
+import textwrap
 from collections import Counter
 from typing import Any, TextIO
 
@@ -38,9 +39,29 @@ class Painter:
         return f"\x1b[{';'.join(STYLES[s] for s in styles)}m{text}\x1b[0m"
 
 
-def verdict_text(record: dict[str, Any], paint: Painter, verbose: bool = False) -> str:
+INDENT = " " * 5  # under the run id, past "FAIL "
+
+
+def indented(text: str, width: int | None) -> str:
+    """`text` under a verdict line: indented, and wrapped to `width` columns between words
+    (each line keeping the indent) when given; one line for a file or a pipe, whose
+    reader may grep it.
+
+    >>> print(indented("Failed at step 3: expected 'a'", 20))
+         Failed at step
+         3: expected 'a'
+    """
+    if width is None:
+        return INDENT + text
+    return textwrap.fill(text, width, initial_indent=INDENT, subsequent_indent=INDENT,
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def verdict_text(record: dict[str, Any], paint: Painter, verbose: bool = False,
+                 width: int | None = None) -> str:
     """One run's verdict: a line for a pass, and the reason under a failure; `verbose`: the
-    reason under a pass too, and the decision path under the reason.
+    reason under a pass too, and the decision path under the reason; texts wrapped to
+    `width` columns when given (:func:`indented`).
 
     >>> print(verdict_text({"run_id": "r", "verdict": "fail", "coverage": 0.5, "cause":
     ...     "agent_error", "reason": "Failed at step 3: ...", "details": "x never reached"},
@@ -56,9 +77,9 @@ def verdict_text(record: dict[str, Any], paint: Painter, verbose: bool = False) 
         line = (f"{paint('FAIL', 'bold', 'red')} {record['run_id']}  {coverage}  cause "
                 f"{record['cause']}")
     if record["verdict"] != "pass" or verbose:
-        line += f"\n     {record.get('reason') or ''}"
+        line += "\n" + indented(record.get("reason") or "", width)
     if verbose and record.get("details") and record["details"] != record.get("reason"):
-        line += f"\n     {paint(record['details'], 'dim')}"
+        line += "\n" + paint(indented(record["details"], width), "dim")
     return line
 
 

@@ -68,20 +68,47 @@ def word_diff(expected: str, shown: str) -> list[tuple[str, list[tuple[str, str]
     return [("expected", rows[0]), ("showed", rows[1])]
 
 
+QUOTED = re.compile(r'"(.*)"')  # what an accessibility line says, beside its role
+
+
+def _words(line: str) -> list[str]:
+    """The words a line says: of an accessibility line, its quoted name, not its role."""
+    said = QUOTED.search(line)
+    return re.findall(r"\w+", (said.group(1) if said else line).lower())
+
+
+def partner(line: str, shown: Sequence[str], cutoff: float = 0.5) -> str | None:
+    """The line of `shown` that says most nearly what `line` says, word by word (at least
+    `cutoff` of their words alike), or None: lines are paired before their characters are
+    compared, so two buttons with unrelated labels are never shown as one edited.
+
+    >>> partner('- button "Spaces: 4"', ['- button "Text File"', '- button "Spaces: 2"'])
+    '- button "Spaces: 2"'
+    >>> partner('- button "none"', ['- button "Markdown File"']) is None
+    True
+    """
+    words = _words(line)
+    scored = [(difflib.SequenceMatcher(None, words, _words(other), autojunk=False).ratio(),
+               other) for other in shown]
+    best = max(scored, default=(0.0, None), key=lambda pair: pair[0])
+    return best[1] if best[0] >= cutoff else None
+
+
 def evidence_diff(decision: Decision, novel: Sequence[str]) -> list[dict[str, Any]]:
     """The deciding evidence of a structural decision as a diff a person reads at once:
-    each expected line the run lacks beside the closest line it showed instead (word by
-    word), then the other lines it showed with words no successful run showed marked."""
+    each expected line the run lacks beside the line it showed instead that says most
+    nearly the same (:func:`partner`; compared word by word), then the other lines it
+    showed with words no successful run showed marked."""
     missing = [as_text(line) for line in readable_lines(decision.evidence.get("missing", []), 8)]
     shown = [as_text(line)
              for line in readable_lines(decision.evidence.get("unexplained", []), 8)]
     rows: list[dict[str, Any]] = []
     for line in missing:
-        close = difflib.get_close_matches(line, shown, n=1, cutoff=0.5)
-        if close:
-            shown.remove(close[0])
+        close = partner(line, shown)
+        if close is not None:
+            shown.remove(close)
             rows += [{"label": label, "parts": parts}
-                     for label, parts in word_diff(line, close[0])]
+                     for label, parts in word_diff(line, close)]
         else:
             rows.append({"label": "expected, missing", "parts": [("del", line)]})
     words = {word.lower() for word in novel}

@@ -1,0 +1,101 @@
+"""The line a person reads in a state no successful run showed: what a reason quotes.
+
+A state that matched nothing is told by one of its own lines, verbatim and shortened,
+never by loose words: the line holding the most words no training state showed (an
+error message: ``pytest: error: unrecognized arguments: --timeout=120``), else the line
+that differs from what successful runs showed next (``188 rows where cities > 2 sorted
+by name``, ``hello word``), else its first line of text.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from trustlayer.compare.equivalence import judge
+from trustlayer.model import Model
+from trustlayer.observe.canonical import PLACE_PREFIXES
+from trustlayer.observe.fingerprints import Fingerprint
+from trustlayer.observe.templates import word_tokens
+from trustlayer.observe.traces import Observation
+
+#: A quoted line keeps at most this many words (then "…").
+LINE_WORDS = 9
+LINE_CHARS = 80
+_ROLE = re.compile(r"^-?\s*'?(?:[a-z]+)\s+\"(.*)\"(?:\s*\[.*\])?'?:?$")  # - heading "x" [level=1]
+_WILDCARD = re.compile(r"<\*\*?>")
+
+
+def plain(line: str) -> str:
+    """A canonical line as a person read it: its source prefix, an accessibility role and
+    template wildcards dropped, white space folded.
+
+    >>> plain('A|- heading "5 rows where cities > 3" [level=3]'), plain("X|hello  <*>")
+    ('5 rows where cities > 3', 'hello …')
+    """
+    body = line.partition("|")[2] if line[1:2] == "|" else line
+    body = " ".join(_WILDCARD.sub("…", body).split())
+    role = _ROLE.match(body)
+    return " ".join(role.group(1).replace('\\"', '"').split()) if role else body.lstrip("- ")
+
+
+def shortened(line: str, words: int = LINE_WORDS, chars: int = LINE_CHARS) -> str:
+    """`line` cut to `words` words and `chars` characters (a run's line may be one word
+    of megabytes: the row that keeps it is snapshotted).
+
+    >>> shortened("a b c d", 2), shortened("x" * 9, chars=4), shortened("a  b")
+    ('a b…', 'xxxx…', 'a b')
+    """
+    parts = line[:chars * 2].split()
+    kept = " ".join(parts[:words])
+    cut = len(parts) > words or len(kept) > chars or len(line) > chars * 2
+    return kept[:chars] + "…" if cut else kept
+
+
+def _raw_lines(observation: Observation) -> list[str]:
+    a11y = observation.a11y.splitlines() if isinstance(observation.a11y, str) else []
+    lines = [*(observation.text or "").splitlines(), *map(plain, a11y), *(observation.files or ())]
+    return [line.strip() for line in lines if line.strip()]
+
+
+def _newest(lines: Iterable[str], novel: frozenset[str]) -> str | None:
+    """The line holding the most of the `novel` words (the first such)."""
+    best, most = None, 0
+    for line in lines:
+        found = len(word_tokens(f"X|{line}") & novel)
+        if found > most:
+            best, most = line, found
+    return best
+
+
+def _mostly_numbers(line: str) -> bool:
+    """Whether `line` is mostly digits (a cursor position, a table cell): it tells little."""
+    return sum(ch.isdigit() for ch in line) > 0.25 * max(1, sum(ch.isalnum() for ch in line))
+
+
+def _differing(model: Model, fingerprint: Fingerprint, expected: Iterable[str]) -> str | None:
+    """A line of `fingerprint` the nearest of the `expected` states does not explain:
+    visible text before the accessibility tree, a heading before other lines, words
+    before numbers."""
+    decisions = [judge(model, fingerprint, sid).evidence
+                 for sid in sorted(set(expected) & model.states.keys())]
+    lines = [list(ev.get("unexplained", ())) for ev in decisions if ev.get("unexplained")]
+    if not lines:
+        return None
+    nearest = [line for line in min(lines, key=len) if not line.startswith(PLACE_PREFIXES)]
+    rank = sorted(nearest, key=lambda line: (not line.startswith("X|"), "heading" not in line,
+                                              _mostly_numbers(plain(line)), line))
+    return plain(rank[0]) if rank else None
+
+
+def telling_line(model: Model, fingerprint: Fingerprint, observation: Observation,
+                 novel: Sequence[str], previous: Sequence[str], position: int) -> str:
+    """The line that tells a state no successful run showed (see the module docstring),
+    shortened to :data:`LINE_WORDS` words; `novel` holds its words no training state
+    showed, `previous` the states the run showed before it, `position` the index of the
+    next milestone. Empty for a state with no text (a screenshot alone)."""
+    expected = [*model.essential[position:position + 1],
+                *(later for sid in previous for later in model.successors(sid))]
+    raw = _raw_lines(observation)
+    line = _newest(raw, frozenset(novel)) if novel else None
+    line = line or _differing(model, fingerprint, expected) or (raw[0] if raw else "")
+    return shortened(line)
