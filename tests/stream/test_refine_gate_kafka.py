@@ -1,5 +1,5 @@
 """Issue 42's probes of online refinement on the real broker: a success whose timestamps one
-runner stretched (``t0 + i * 1e6``) refines nothing and a stuck run still fails at its
+runner stretched (``t0 + i * 1e6``) refines nothing and a stuck run is still flagged at its
 deadline; a rollback's runs stay out of the next refinement, are listed by ``models show``
 and come back only by ``models release``."""
 from __future__ import annotations
@@ -90,10 +90,12 @@ def test_stretched_timestamps_refine_nothing_and_rollback_sticks(kafka, tmp_path
     finally:
         worker.stop()
     final = {v["run_id"]: v for v in verdicts if v["final"]}
-    assert final[stuck[0]["run_id"]]["status"] == "failed"
-    assert final[stuck[0]["run_id"]]["model_version"] == 1
-    assert "lasted" in final[stuck[0]["run_id"]]["reason"] \
-        or "not reached within" in final[stuck[0]["run_id"]]["reason"]
+    # a run that went silent is at risk past the (unstretched) deadline of version 1, then
+    # ends incomplete: its runner may be gone, so it is nobody's fault until known
+    stuck_final = final[stuck[0]["run_id"]]
+    assert (stuck_final["status"], stuck_final["cause"]) == ("incomplete", "stream_fault")
+    assert stuck_final["model_version"] == 1
+    assert "lasted" in stuck_final["reason"] or "not reached within" in stuck_final["reason"]
     # the forged run made no version: the first one is the honest run's
     assert refined["history"][-1]["runs"] == [honest[0]["run_id"]]
     assert forged[0]["run_id"] not in refined["training_runs"]
