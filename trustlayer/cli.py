@@ -31,6 +31,7 @@ from trustlayer.errors import (
     UsageError,
 )
 from trustlayer.judge.reasons import COVERAGE
+from trustlayer.show.escape import printable
 from trustlayer.validate_command import cmd_validate
 from trustlayer.validate_command import command_model as _model
 
@@ -290,23 +291,24 @@ def _run(argv: list[str]) -> int:
         return args.func(args)
     except BrokenPipeError:
         raise  # not bad input: main ends quietly
-    except (TraceError, ModelError, UsageError) as exc:
-        print(f"trustlayer {args.command}: error: {exc}", file=sys.stderr)
+    except (TraceError, ModelError, UsageError) as exc:  # may quote a trace: one line, escaped
+        print(f"trustlayer {args.command}: error: {printable(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except UnjudgeableEvent as exc:  # an HTML report shows every screenshot it judged
-        print(f"trustlayer: error: {exc}: the run cannot be shown", file=sys.stderr)
+        print(f"trustlayer: error: {printable(exc)}: the run cannot be shown", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:  # a path that cannot be read or written
         # a failed write names no file: it was the output (report -o /dev/full)
         where = exc.filename or getattr(args, "output", None) or getattr(args, "report", None)
-        print(f"trustlayer {args.command}: error: {where}: {exc.strerror or exc}" if where else
-              f"trustlayer {args.command}: error: {exc.strerror or exc}", file=sys.stderr)
+        print(printable(f"trustlayer {args.command}: error: {where}: {exc.strerror or exc}"
+                        if where else f"trustlayer {args.command}: error: {exc.strerror or exc}"),
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     except ValueError as exc:  # LearnError, imported with the learner only
         from trustlayer.learn.learner import LearnError
         if not isinstance(exc, LearnError):
             raise
-        print(f"trustlayer {args.command}: error: {exc}", file=sys.stderr)
+        print(f"trustlayer {args.command}: error: {printable(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
 

@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from trustlayer.errors import EXIT_FAIL, EXIT_OK, EXIT_UNDELIVERED, TraceError
+from trustlayer.show.escape import printable
 
 if TYPE_CHECKING:
     from trustlayer.model import Model
@@ -44,10 +45,10 @@ def _readable(model: Model, args: argparse.Namespace) -> list[Run]:
     runs, problems = readable_runs(args.paths, args.quiet)
     if problems and not runs:
         for problem in problems[1:]:
-            print(f"trustlayer {args.command}: error: {problem}", file=sys.stderr)
+            print(f"trustlayer {args.command}: error: {printable(problem)}", file=sys.stderr)
         raise problems[0]  # nothing to judge: exit 2
     for problem in problems:
-        print(f"trustlayer {args.command}: error: {problem} (not judged; the other runs "
+        print(f"trustlayer {args.command}: error: {printable(problem)} (not judged; the other runs "
               "are)", file=sys.stderr)
     return of_task(model, runs)
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from stream.kafka import clients
+from trustlayer.show.escape import printable
 
 
 def verdict_line(record: dict[str, Any]) -> str:
@@ -19,8 +20,9 @@ def verdict_line(record: dict[str, Any]) -> str:
     status = record["status"].upper() if record.get("final") else record["status"]
     cause = f"{record['cause']}: " if record.get("cause") else ""
     seq = "" if record.get("detected_at_seq") is None else f"  at seq {record['detected_at_seq']}"
-    return (f"{record['run_id']}  {status}  v{record['model_version']}  coverage "
-            f"{record['coverage']:.0%}{seq}  {cause}{record.get('reason') or ''}").rstrip()
+    return printable(f"{record['run_id']}  {status}  v{record['model_version']}  coverage "
+                     f"{record['coverage']:.0%}{seq}  {cause}{record.get('reason') or ''}"
+                     ).rstrip()
 
 
 async def follow(bootstrap: str, topic: str, from_beginning: bool = True, group: str | None = None):

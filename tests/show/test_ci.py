@@ -53,7 +53,8 @@ def test_junit_escapes_and_counts():
 def test_markdown_is_one_table_with_pipes_escaped():
     rows = gfm_table(markdown_summary(TRICKY, "t"))
     assert rows[0] == ["run", "verdict", "coverage", "cause", "reason"]
-    assert rows[1][0] == "r<1>&" and "fail" in rows[1][1] and rows[1][3] == "agent_error"
+    # HTML escaped: the cell renders as the run id, never as markup
+    assert rows[1][0] == "r&lt;1&gt;&amp;" and "fail" in rows[1][1] and rows[1][3] == "agent_error"
     assert "A \\| B" in rows[1][4]
     assert "pass" in rows[2][1]
 

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from trustlayer.show.escape import markdown_text
+
 FAIL_ON = ("any", "product_bug")
 #: Characters XML 1.0 does not allow (a run id or reason may hold them): shown as ``\xNN``.
 NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -79,13 +81,14 @@ def junit_xml(records: Sequence[dict[str, Any]], task: str) -> str:
 
 
 def _cell(text: Any) -> str:
-    return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")
+    """Trace text in a table cell: it renders as itself (:func:`markdown_text`)."""
+    return markdown_text(text if text is not None else "")
 
 
 def markdown_summary(records: Sequence[dict[str, Any]], task: str) -> str:
     """A heading with the counts, then one table row per run (failures first)."""
     count = counts(records)
-    lines = [f"### trustlayer: {task}", "",
+    lines = [f"### trustlayer: {markdown_text(task)}", "",
              f"**{count['passed']} passed, {count['failed']} failed** of {len(records)} runs "
              f"({count['product-bugs']} product bug, {count['agent-errors']} agent error)", "",
              "| run | verdict | coverage | cause | reason |",

@@ -7,6 +7,8 @@ import textwrap
 from collections import Counter
 from typing import Any, TextIO
 
+from trustlayer.show.escape import printable
+
 STYLES = {"green": "32", "red": "31", "yellow": "33", "bold": "1", "dim": "2"}
 
 
@@ -70,16 +72,15 @@ def verdict_text(record: dict[str, Any], paint: Painter, verbose: bool = False,
          Failed at step 3: ...
          x never reached
     """
-    coverage = f"coverage {record['coverage']:.0%}"
+    coverage, run = f"coverage {record['coverage']:.0%}", printable(record["run_id"])
     if record["verdict"] == "pass":
-        line = f"{paint('PASS', 'green')} {record['run_id']}  {coverage}"
+        line = f"{paint('PASS', 'green')} {run}  {coverage}"
     else:
-        line = (f"{paint('FAIL', 'bold', 'red')} {record['run_id']}  {coverage}  cause "
-                f"{record['cause']}")
+        line = f"{paint('FAIL', 'bold', 'red')} {run}  {coverage}  cause {record['cause']}"
     if record["verdict"] != "pass" or verbose:
-        line += "\n" + indented(record.get("reason") or "", width)
+        line += "\n" + indented(printable(record.get("reason") or ""), width)
     if verbose and record.get("details") and record["details"] != record.get("reason"):
-        line += "\n" + paint(indented(record["details"], width), "dim")
+        line += "\n" + paint(indented(printable(record["details"]), width), "dim")
     return line
 
 
