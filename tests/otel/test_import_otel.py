@@ -101,3 +101,21 @@ def test_an_agent_span_with_nothing_done_is_refused(tmp_path):
     provider.shutdown()
     done = trustlayer("import", "otel", str(tmp_path / "empty.jsonl"), "-o", str(tmp_path / "o"))
     assert done.returncode == 2 and "no tool calls or agent messages" in done.stderr
+
+
+def test_conversations_alike_once_file_safe_stay_three_runs(tmp_path):
+    """`conv/42`, `conv:42` and `conv 42` are one file name apart: each gets a stable
+    suffix, the count printed is the runs found, and the failing one is still there."""
+    for conversation, steps in (("conv/42", BAD), ("conv:42", GOOD), ("conv 42", GOOD)):
+        write_genai(tmp_path / "spans.jsonl", conversation, steps)
+    imported = subprocess.run([sys.executable, "-m", "trustlayer.cli", "import", "otel",
+                               str(tmp_path / "spans.jsonl"), "-o", str(tmp_path / "runs")],
+                              capture_output=True, text=True, timeout=120, check=False)
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stderr.startswith("imported 3 runs")
+    runs = read_runs([tmp_path / "runs"])
+    assert len({run.run_id for run in runs}) == 3
+    assert all(run.run_id.startswith("conv_42-") for run in runs)
+    failing = [run for run in runs if run.events[-2].action is not None
+               and run.events[-2].action.value == BAD[-1]]
+    assert len(failing) == 1

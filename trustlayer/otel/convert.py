@@ -18,7 +18,7 @@ from trustlayer.errors import TraceError
 from trustlayer.observe.traces import OUTCOMES
 from trustlayer.otel.conventions import SERVICE_VERSION, Step, run_key, step_of
 from trustlayer.otel.otlp import Span, otlp_files, read_spans
-from trustlayer.runner.conversions import file_safe, tool_call
+from trustlayer.runner.conversions import run_ids, tool_call
 from trustlayer.runner.events import EventBuilder
 
 OUTCOME_ATTRIBUTE = "trustlayer.outcome"  # a runner may record the ground truth on the agent span
@@ -118,7 +118,9 @@ def convert(paths: Iterable[str | Path], task: str | None = None,
     if not spans:
         raise TraceError("no spans in the OTLP files given", ", ".join(map(str, paths)))
     runs = {}
-    for key, members in group_runs(spans).items():
+    grouped = group_runs(spans)
+    ids = run_ids(grouped)  # keys alike once file-safe stay apart
+    for key, members in grouped.items():
         steps = [s for s in map(step_of, sorted(members, key=lambda s: (s.start, s.end)))
                  if s is not None]
         if not steps:
@@ -126,6 +128,6 @@ def convert(paths: Iterable[str | Path], task: str | None = None,
             raise TraceError(f"trace {span.trace_id}: no span of the GenAI or OpenInference "
                              "conventions (gen_ai.operation.name, openinference.span.kind)",
                              span.source, span.line)
-        run_id = file_safe(key)
+        run_id = ids[key]
         runs[run_id] = _events(run_id, steps, task, outcome)
     return runs

@@ -3,9 +3,12 @@ a key made a run id that is also a file name, a tool call's JSON arguments made 
 action's value and args, and the runs written to a trace directory."""
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,20 @@ def file_safe(key: str) -> str:
     """
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", key)
     return "_" + safe if safe.startswith(".") else safe
+
+
+def run_ids(keys: Iterable[str]) -> dict[str, str]:
+    """Each key as a file-safe run id (:func:`file_safe`); keys that would share one get a
+    stable suffix from their own text, so no two runs are ever merged.
+
+    >>> run_ids(["conv/42", "conv:42", "conv-7"])
+    {'conv/42': 'conv_42-83b50917', 'conv:42': 'conv_42-bd08323c', 'conv-7': 'conv-7'}
+    """
+    keys = list(dict.fromkeys(keys))
+    safe = {key: file_safe(key) for key in keys}
+    shared = Counter(safe.values())
+    return {key: f"{safe[key]}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+            if shared[safe[key]] > 1 else safe[key] for key in keys}
 
 
 def tool_call(arguments: str | None) -> tuple[str | None, dict[str, Any] | None]:
