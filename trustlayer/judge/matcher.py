@@ -12,6 +12,8 @@ counts (as a sign). The batch validator is a loop over
 """
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from trustlayer.compare.equivalence import (
     at_an_end_place,
     ends_like_success,
@@ -206,8 +208,13 @@ class Matcher:
         found, came_with = self.overlay.beneath(
             self.model, step, self.history[-1].ids if self.history else (),
             self.model.essential[self.position:], self._matches)
-        for row in [n for n, entry in enumerate(self.history) if came_with and not entry.ids
-                    and entry.seq == self.overlay.covered_seq]:
+        # the row of the state the notice came with (rows are in seq order: found, not
+        # scanned, so a long run costs no more per event)
+        covered = self.overlay.covered_seq
+        row = bisect_left(self.history, covered, key=lambda entry: entry.seq) \
+            if came_with and covered is not None else len(self.history)
+        if row < len(self.history) and not self.history[row].ids \
+                and self.history[row].seq == covered:
             self.history[row] = self.history[row]._replace(ids=came_with, novel=[])
             self._advance(came_with, self.history[row].seq)
         return found
