@@ -104,3 +104,21 @@ def test_a_trace_file_fifo_is_refused(tmp_path):
     os.mkfifo(tmp_path / "run.jsonl")
     with pytest.raises(TraceError, match="not a regular file"):
         read_run(tmp_path / "run.jsonl")
+
+
+def test_a_line_longer_than_one_event_may_be_is_refused_without_reading_it_whole(tmp_path):
+    """A one-line trace of megabytes (here past the limit of small settings) is refused at
+    its line, having read no more than a chunk past the limit."""
+    from trustlayer.errors import TraceError
+    from trustlayer.observe.traces import max_line_bytes, read_run
+    from trustlayer.settings import Settings
+
+    settings = Settings(max_image_bytes=3000)
+    path = tmp_path / "long.jsonl"
+    event = '{"v": 1, "run_id": "r", "task": "t", "seq": 0, "ts": 0, "kind": "state", '
+    path.write_text(event + '"observation": {"text": "ok"}}\n' + event
+                    + '"observation": {"text": "' + "x" * (3 << 20) + '"}}\n')
+    with pytest.raises(TraceError) as refused:
+        read_run(path, settings)
+    assert refused.value.line == 2 and f"longer than {max_line_bytes(settings)}" in str(
+        refused.value)

@@ -18,7 +18,7 @@ from trustlayer.observe.canonical import mask
 from trustlayer.observe.images import ImageRef, ScreenshotPrint, load_image, parse_screenshot_print
 from trustlayer.observe.json_fit import MAX_NESTING, json_problem
 from trustlayer.observe.network import Response, parse_network
-from trustlayer.observe.regular import NotReadable, read_regular
+from trustlayer.observe.regular import LineTooLong, NotReadable, regular_lines
 from trustlayer.settings import Settings
 
 FORMAT_VERSION = 1
@@ -282,18 +282,8 @@ def read_run(path: str | Path, settings: Settings | None = None) -> Run:
     """Read one `.jsonl` trace file as a :class:`Run`, validating every line."""
     path = Path(path)
     source = str(path)
-    try:
-        text = read_regular(path).decode("utf-8")
-    except FileNotFoundError:
-        raise TraceError("file not found", source) from None
-    except NotReadable as exc:  # a FIFO would block the reader until someone writes
-        raise TraceError(f"cannot be read as a trace: {exc}", source) from None
-    except UnicodeDecodeError:
-        raise TraceError("file is not UTF-8 text", source) from None
     events: list[Event] = []
-    # lines end at "\n" only: splitlines() would also cut at a raw U+2028, U+0085 or form
-    # feed, which JSON allows inside a string
-    for number, line_text in enumerate(text.split("\n"), start=1):
+    for number, line_text in enumerate(_lines(path, settings or Settings()), start=1):
         if not line_text.strip():
             continue
         event = parse_event(line_text, source=source, line=number, base_dir=path.parent,
@@ -303,6 +293,32 @@ def read_run(path: str | Path, settings: Settings | None = None) -> Run:
     if not events:
         raise TraceError("no events in file", source)
     return Run(events[0].run_id, events[0].task, events, source)
+
+
+def max_line_bytes(settings: Settings) -> int:
+    """The most bytes one line of a trace file may hold: one event with the largest
+    screenshot inline (base64 of ``max_image_bytes``) and a mebibyte beside it."""
+    return settings.max_image_bytes * 4 // 3 + (1 << 20)
+
+
+def _lines(path: Path, settings: Settings) -> Iterator[str]:
+    """The text lines of the trace file at `path` (ended by "\n" only: a raw U+2028, U+0085
+    or form feed is allowed inside a JSON string), each refused past :func:`max_line_bytes`
+    without being read whole."""
+    source = str(path)
+    try:
+        for number, line in enumerate(regular_lines(path, max_line_bytes(settings)), start=1):
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise TraceError("file is not UTF-8 text", source, number) from None
+            yield text
+    except FileNotFoundError:
+        raise TraceError("file not found", source) from None
+    except NotReadable as exc:  # a FIFO would block the reader until someone writes
+        raise TraceError(f"cannot be read as a trace: {exc}", source) from None
+    except LineTooLong as exc:
+        raise TraceError(str(exc), source, exc.line) from None
 
 
 def _check_sequence(previous: list[Event], event: Event, source: str, line: int) -> None:
