@@ -5,6 +5,7 @@ files are one line with the file and line, exit 2."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -119,3 +120,13 @@ def test_conversations_alike_once_file_safe_stay_three_runs(tmp_path):
     failing = [run for run in runs if run.events[-2].action is not None
                and run.events[-2].action.value == BAD[-1]]
     assert len(failing) == 1
+
+
+def test_a_fifo_among_span_files_is_refused_not_waited_on(tmp_path):
+    write_genai(tmp_path / "spans.jsonl", "conv-1", GOOD)
+    os.mkfifo(tmp_path / "stuck.jsonl")
+    refused = subprocess.run([sys.executable, "-m", "trustlayer.cli", "import", "otel",
+                              str(tmp_path), "-o", str(tmp_path / "runs")],
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert refused.returncode == 2 and "stuck.jsonl" in refused.stderr
+    assert "FIFO" in refused.stderr and refused.stderr.count("\n") == 1

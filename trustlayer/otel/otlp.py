@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from trustlayer.errors import TraceError
+from trustlayer.observe.regular import NotReadable, read_regular
 
 STATUS_ERROR = 2  # Status.code of a span that failed
 
@@ -129,8 +130,10 @@ def spans_of_request(request: Any, source: str, line: int) -> Iterator[Span]:
 def read_spans(path: Path) -> list[Span]:
     """Every span of an OTLP/JSON file: JSON Lines of export requests, or one document."""
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # as validate reads a trace: a FIFO or a device is refused, never waited on
+        text = read_regular(path).decode("utf-8")
+    except NotReadable as exc:
+        raise TraceError(f"cannot be read as spans: {exc}", source) from None
     except UnicodeDecodeError:
         raise TraceError("file is not UTF-8 text", source) from None
     try:
@@ -155,8 +158,9 @@ def otlp_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     """Files given, and the ``*.json``/``*.jsonl`` files of directories given (sorted)."""
     for path in map(Path, paths):
         if path.is_dir():
-            yield from sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl"))
-        elif path.is_file():
-            yield path
+            yield from sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl")
+                              and not p.is_dir())
+        elif path.exists():
+            yield path  # (read_spans refuses what is not a regular file)
         else:
             raise TraceError("no such file or directory", str(path))
