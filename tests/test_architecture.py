@@ -15,7 +15,8 @@ from devsets import REPO
 
 # lowest first: a module may import modules of its own layer and of the layers below
 LAYERS = (
-    ("trustlayer.settings", "trustlayer.errors", "trustlayer.graph_marks"),
+    ("trustlayer.settings", "trustlayer.errors", "trustlayer.graph_marks",
+     "trustlayer.cli_options"),
     ("trustlayer.observe",),
     ("trustlayer.model", "trustlayer.model_check", "trustlayer.model_effects",
      "trustlayer.inputs", "trustlayer.runner", "trustlayer.otel", "trustlayer.chat"),

@@ -93,9 +93,30 @@ def test_a_forged_model_is_refused_with_where_and_what(task, tamper, where, tmp_
     tamper(data)
     path = tmp_path / "forged.json"
     path.write_text(json.dumps(data))
-    outcome = run_cli(["-q", "validate", str(path), str(task["run"])])
+    edited = run_cli(["-q", "validate", str(path), str(task["run"])])
+    assert edited.code == EXIT_BAD_INPUT and edited.traceback is None
+    assert f"{path}: the model was changed after `trustlayer learn` wrote it" in edited.stderr
+    # a model made by hand still gets every structural check
+    outcome = run_cli(["-q", "validate", "--unsigned-ok", str(path), str(task["run"])])
     assert outcome.code == EXIT_BAD_INPUT and outcome.traceback is None
     assert f"{path}: {where}" in outcome.stderr, outcome.stderr
+
+
+def test_a_model_edited_to_ask_less_is_refused_unless_made_by_hand(task, tmp_path):
+    """Emptying the essential chain would pass a failing run: the digest refuses the file."""
+    data = json.loads(task["model"].read_text())
+    data.update(essential=[], soft=[])
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    refused = run_cli(["-q", "validate", str(path), str(task["run"])])
+    assert refused.code == EXIT_BAD_INPUT and refused.stderr.count("\n") == 1
+    assert "digest does not match" in refused.stderr and "--unsigned-ok" in refused.stderr
+    del data["digest"]
+    path.write_text(json.dumps(data))
+    unsigned = run_cli(["-q", "validate", str(path), str(task["run"])])
+    assert unsigned.code == EXIT_BAD_INPUT and "has no digest" in unsigned.stderr
+    assert run_cli(["-q", "validate", "--unsigned-ok", str(path), str(task["run"])]).code \
+        in (0, 1)
 
 
 @pytest.mark.parametrize("old, new, message", [

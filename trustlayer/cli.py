@@ -20,6 +20,7 @@ from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trustlayer.cli_options import unsigned_ok
 from trustlayer.errors import (
     EXIT_BAD_INPUT,
     EXIT_CODES,
@@ -173,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="judge a model's training runs against it (must all "
                        "pass) and each against the model learned from the others")
     p.add_argument("model", metavar="MODEL.json", help="the model file")
+    unsigned_ok(p)
     p.add_argument("paths", nargs="+", metavar="RUN", help="the model's training runs "
                    "(.jsonl files or folders of them)")
     p.add_argument("--no-loo", action="store_true", help="skip leave-one-out")
@@ -183,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                               + ".", 78))
     p.add_argument("model", metavar="MODEL.json", help="the model file (from `learn`), or a "
                    "folder of them: each run is judged by the model of its task")
+    unsigned_ok(p)
     p.add_argument("paths", nargs="+", metavar="RUN", help="runs to judge: .jsonl files or "
                    "folders of them")
     p.add_argument("--format", choices=["text", "json", "junit", "markdown"], default="text",
@@ -211,11 +214,13 @@ def build_parser() -> argparse.ArgumentParser:
     eval_command.register(sub)
     p = sub.add_parser("show", help="print a model's milestones")
     p.add_argument("model", metavar="MODEL.json", help="the model file")
+    unsigned_ok(p)
     p.add_argument("--png", metavar="FILE", help="also draw the model's graph as a PNG")
     p.set_defaults(func=cmd_show)
     p = sub.add_parser("report", help="write a self-contained HTML report of a model and runs")
     p.add_argument("model", metavar="MODEL.json", help="the model file, or a folder of them "
                    "(then -o is a folder: one TASK.html per task with runs)")
+    unsigned_ok(p)
     p.add_argument("runs", nargs="*", metavar="RUN", help="runs to judge and show: .jsonl "
                    "files or folders of them (none: the model only)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")

@@ -17,7 +17,7 @@ from trustlayer.show.html import write_report
 
 
 def _read(args: argparse.Namespace, paths: list[str]) -> Fleet:
-    fleet = read_fleet(args.model, paths, args.quiet)
+    fleet = read_fleet(args.model, paths, args.quiet, verify=not args.unsigned_ok)
     for line in fleet.missing_lines(args.model):
         print(f"trustlayer {args.command}: {line}", file=sys.stderr)
     return fleet

@@ -49,16 +49,18 @@ def readable_runs(paths: Sequence[str | Path], quiet: bool
     return runs, problems
 
 
-def load_model(path: str, usage: str = "trustlayer validate MODEL.json RUN...") -> Model:
+def load_model(path: str, usage: str = "trustlayer validate MODEL.json RUN...",
+               verify: bool = True) -> Model:
     """:meth:`Model.load`, with the `usage` of the command that was run when a trace or a
-    folder of traces came first."""
+    folder of traces came first; unless not `verify`, a file edited since `learn` wrote it
+    is refused (``--unsigned-ok``)."""
     given = Path(path)
     if given.is_dir() or given.suffix == ".jsonl":
         what = "a folder" if given.is_dir() else "a trace file"
         raise UsageError(f"{path}: is {what}, not a model file; the model comes first: "
                          f"{usage}")
     try:
-        return Model.load(path)
+        return Model.load(path, verify=verify)
     except ModelError:
         raise
     except (ValueError, RecursionError) as exc:  # a number of over 4,300 digits, deep nesting

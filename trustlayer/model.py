@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import hashlib
 import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -33,6 +34,27 @@ MODEL_FORMATS = {
     7: "effects (what successful conversations changed and told)",
 }
 MODEL_FORMAT = max(MODEL_FORMATS)
+#: The key of a model file's digest: SHA-256 of its content (:func:`content_digest`).
+DIGEST = "digest"
+
+
+def content_digest(data: dict[str, Any]) -> str:
+    """SHA-256 of a model's JSON (`data`, without its digest), in one canonical form."""
+    canonical = json.dumps({k: v for k, v in data.items() if k != DIGEST}, sort_keys=True,
+                           separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def check_digest(data: dict[str, Any], path: str) -> None:
+    """Refuse a model file edited since `learn` wrote it (or written without a digest):
+    one hand-edited list can make a model pass what it should fail."""
+    stored = data.get(DIGEST)
+    if stored is None:
+        raise ModelError(f"{path}: the model has no digest (not written by `trustlayer learn`): "
+                         "learn it again, or pass --unsigned-ok for a model made by hand")
+    if stored != content_digest(data):
+        raise ModelError(f"{path}: the model was changed after `trustlayer learn` wrote it "
+                         "(its digest does not match): learn it again, or pass --unsigned-ok")
 
 
 @dataclass
@@ -255,16 +277,19 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
             raise IsADirectoryError(errno.EISDIR, "a directory, not a model file", str(path))
         tmp = path.with_name(path.name + ".tmp")
         try:
-            tmp.write_text(json.dumps(self.to_json(), indent=1, sort_keys=True),
-                           encoding="utf-8")
+            data = self.to_json()
+            tmp.write_text(json.dumps({**data, DIGEST: content_digest(data)}, indent=1,
+                                      sort_keys=True), encoding="utf-8")
             tmp.replace(path)
         except OSError:
             tmp.unlink(missing_ok=True)
             raise
 
     @classmethod
-    def load(cls, path: str | Path) -> Model:
-        """Read a model file; raises :class:`ModelError` with a clear message."""
+    def load(cls, path: str | Path, verify: bool = False) -> Model:
+        """Read a model file; raises :class:`ModelError` with a clear message. With
+        `verify`, a file whose content no longer matches the digest `save` wrote is
+        refused (:func:`check_digest`)."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -277,6 +302,8 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
             raise ModelError(f"{path}: not a JSON model file ({exc})") from None
         if not isinstance(data, dict):
             raise ModelError(f"{path}: not a trustlayer model")
+        if verify:
+            check_digest(data, str(path))
         try:
             return cls.from_json(data)
         except ModelError as exc:

@@ -26,7 +26,8 @@ MODEL_USAGE = {"check": "MODEL.json RUN...", "validate": "MODEL.json RUN...",
 def command_model(args: argparse.Namespace) -> Model:
     """The model file of `args`, with the usage of the command that was run on a mix-up."""
     from trustlayer.inputs import load_model
-    return load_model(args.model, f"trustlayer {args.command} {MODEL_USAGE[args.command]}")
+    return load_model(args.model, f"trustlayer {args.command} {MODEL_USAGE[args.command]}",
+                      verify=not args.unsigned_ok)
 
 
 def _plain_line(record: dict[str, Any]) -> str:

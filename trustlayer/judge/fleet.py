@@ -26,15 +26,15 @@ def is_models_dir(path: str | Path) -> bool:
     return folder.is_dir() and any(folder.glob("*.json")) and not any(folder.glob("*.jsonl"))
 
 
-def load_models(directory: str | Path) -> dict[str, Model]:
-    """Every model in `directory` by its task; two models of one task are an error (which
-    one judges would be a guess)."""
+def load_models(directory: str | Path, verify: bool = True) -> dict[str, Model]:
+    """Every model in `directory` by its task (each checked against its digest unless not
+    `verify`); two models of one task are an error (which one judges would be a guess)."""
     models: dict[str, Model] = {}
     where: dict[str, Path] = {}
     for path in sorted(Path(directory).glob("*.json")):
         if path.name == "labels.json":  # a labelled folder's labels are no model
             continue
-        model = load_model(str(path))
+        model = load_model(str(path), verify=verify)
         if model.task in models:
             raise UsageError(f"{path}: a second model of task '{model.task}' (the first is "
                              f"{where[model.task]}); keep one model per task in {directory}")
@@ -80,10 +80,11 @@ def sort_runs(models: dict[str, Model], runs: Sequence[Run]) -> Fleet:
     return fleet
 
 
-def read_fleet(directory: str | Path, paths: Sequence[str], quiet: bool) -> Fleet:
+def read_fleet(directory: str | Path, paths: Sequence[str], quiet: bool,
+               verify: bool = True) -> Fleet:
     """The models of `directory` and the runs under `paths`, sorted by task; an error
     when no run has a model (nothing would be judged)."""
-    models = load_models(directory)
+    models = load_models(directory, verify)
     fleet = sort_runs(models, read_traces(paths, "reading", quiet))
     if not fleet.batches:
         raise UsageError(f"{directory} holds no model for the tasks of the runs given "

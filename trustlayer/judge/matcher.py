@@ -17,10 +17,9 @@ from bisect import bisect_left
 from trustlayer.compare.equivalence import (
     at_an_end_place,
     ends_like_success,
-    judge,
     like_in_shape,
 )
-from trustlayer.compare.index import StateIndex, index_of, remembered
+from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.compare.typed_text import typed_tokens
 from trustlayer.judge.cause import explain_failure
@@ -28,6 +27,7 @@ from trustlayer.judge.deadlines import overdue
 from trustlayer.judge.effects import EffectWatch
 from trustlayer.judge.faults import feed_checked
 from trustlayer.judge.history import Observed, observed
+from trustlayer.judge.lookup import matching_states, own_words
 from trustlayer.judge.outputs import OutputLedger
 from trustlayer.judge.overlay import Overlay
 from trustlayer.judge.reasons import (
@@ -87,45 +87,20 @@ class Matcher:
     @property
     def typed_words(self) -> frozenset[str]:
         """The words of the texts the agent typed: its own choice, no news when shown."""
-        return frozenset(t for text in self.typed for t in text if t.isalpha() and len(t) > 2)
-
-    def _llm_for_run(self) -> LLMJudge | None:
-        if self.llm is None or not self.model.settings.llm.enabled:
-            return None
-        if self.current.llm_calls >= self.model.settings.llm.max_calls_per_run:
-            return None
-        return self.llm
+        return own_words(self.typed)
 
     def _matches(self, fingerprint: Fingerprint,
                  overlay: frozenset[str] = frozenset()) -> list[str]:
-        index = index_of(self.model)
-        if self._llm_for_run() is not None:  # its answers are counted per run: asked anew
-            return self._verified(index, fingerprint, overlay)
-        # (with typed text, the milestone to reach is a candidate too: see _verified)
-        key = (fingerprint.identity, self.typed, overlay, self.typed and self.position)
-        found = index.found.get(key)
-        if found is None:
-            found = remembered(index, key, self._verified(index, fingerprint, overlay),
-                               len(fingerprint.lines))
-        return list(found)
-
-    def _verified(self, index: StateIndex, fingerprint: Fingerprint,
-                  overlay: frozenset[str]) -> list[str]:
-        """The model states `fingerprint` is, each verified by the equivalence tiers."""
-        found = []  # a line the agent's typed text changed is no exact hit
-        plausible = index.plausible(fingerprint)
-        if not plausible and self.typed:
-            plausible = index.candidates(fingerprint)
-        if self.typed:  # ... nor of the milestone to reach, when the line names it
-            plausible |= set(self.model.essential[self.position:self.position + 1])
-        for sid in sorted(plausible):
-            llm = self._llm_for_run()
-            decision = judge(self.model, fingerprint, sid, llm, only_same=True,
-                             own_words=self.typed_words, typed=self.typed, overlay=overlay)
-            if decision.evidence.get("llm_called"):
-                self.current.llm_calls += 1
-            if decision.same:
-                found.append(sid)
+        """The model states `fingerprint` is (:func:`~trustlayer.judge.lookup.matching_states`),
+        the LLM calls it made counted against the run's budget."""
+        asked = self.model.settings.llm
+        budget = asked.max_calls_per_run - self.current.llm_calls \
+            if self.llm is not None and asked.enabled else 0
+        upcoming = self.model.essential[self.position:self.position + 1]
+        found, calls = matching_states(self.model, fingerprint, self.typed,
+                                       upcoming[0] if upcoming else None, overlay, self.llm,
+                                       budget)
+        self.current.llm_calls += calls
         return found
 
     def feed(self, event: Event) -> Status:

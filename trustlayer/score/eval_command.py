@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trustlayer.cli_options import unsigned_ok
 from trustlayer.errors import EXIT_OK, UsageError
 
 # (what judging and scoring need is imported when the command runs: `trustlayer --help`
@@ -26,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("directory", nargs="?", metavar="DIR",
                    help="labelled runs: .jsonl files and their labels.json")
     p.add_argument("--json", action="store_true", help="print the scores as JSON")
+    unsigned_ok(p)
     p.add_argument("--baselines", action="store_true",
                    help="score self-report, record-and-replay, visual regression, trajectory "
                    "superset and final-state check beside trustlayer")
@@ -68,8 +70,9 @@ def _verdicts(args: argparse.Namespace) -> list[dict[str, Any]]:
     from trustlayer.judge.fleet import is_models_dir, judge_fleet, read_fleet
 
     if not is_models_dir(args.model):
-        return judge_paths(load_model(args.model, USAGE), [args.directory], args.quiet)
-    fleet = read_fleet(args.model, [args.directory], args.quiet)
+        return judge_paths(load_model(args.model, USAGE, verify=not args.unsigned_ok),
+                           [args.directory], args.quiet)
+    fleet = read_fleet(args.model, [args.directory], args.quiet, verify=not args.unsigned_ok)
     for line in fleet.missing_lines(args.model):
         print(f"trustlayer eval: {line}", file=sys.stderr)
     return judge_fleet(fleet, args.quiet)
@@ -100,7 +103,7 @@ def _compare_judges(args: argparse.Namespace) -> int:
                 print(f"evaluating {folder} ...", file=sys.stderr)
             results.append(evaluate_task(folder, args.baselines))
     else:
-        model = load_model(args.model, USAGE)
+        model = load_model(args.model, USAGE, verify=not args.unsigned_ok)
         references: list[Run] = []
         if args.baselines:
             train = Path(args.reference) if args.reference \

@@ -1,0 +1,55 @@
+"""Which model states an observed state is: the candidates of the model's index, each
+verified by the equivalence tiers. What was found for an observed state is remembered by
+the model's index (a fleet's runs show the same screens), unless the LLM tier may be asked:
+its calls are counted against each run's budget."""
+from __future__ import annotations
+
+from trustlayer.compare.equivalence import judge
+from trustlayer.compare.index import StateIndex, index_of, remembered
+from trustlayer.compare.llm import LLMJudge
+from trustlayer.model import Model
+from trustlayer.observe.fingerprints import Fingerprint
+
+Typed = tuple[tuple[str, ...], ...]  # the texts the agent typed, as their tokens
+
+
+def own_words(typed: Typed) -> frozenset[str]:
+    """The words of the texts the agent typed: its own choice, no news when shown."""
+    return frozenset(t for text in typed for t in text if t.isalpha() and len(t) > 2)
+
+
+def matching_states(model: Model, fingerprint: Fingerprint, typed: Typed, upcoming: str | None,
+                    overlay: frozenset[str], llm: LLMJudge | None, budget: int
+                    ) -> tuple[list[str], int]:
+    """The states of `model` the observed state `fingerprint` is, and the LLM calls made
+    for it (at most `budget`). `typed`: what the run's agent typed so far (a line showing
+    it may still show a salient line; then the milestone to reach, `upcoming`, is a
+    candidate too); `overlay`: lines of a notice left open, not held against a state."""
+    index = index_of(model)
+    if llm is not None and budget > 0:
+        return _verified(model, index, fingerprint, typed, upcoming, overlay, llm, budget)
+    key = (fingerprint.identity, typed, overlay, upcoming if typed else None)
+    found = index.found.get(key)
+    if found is None:
+        verified, _ = _verified(model, index, fingerprint, typed, upcoming, overlay, None, 0)
+        found = remembered(index, key, verified, len(fingerprint.lines))
+    return list(found), 0
+
+
+def _verified(model: Model, index: StateIndex, fingerprint: Fingerprint, typed: Typed,
+              upcoming: str | None, overlay: frozenset[str], llm: LLMJudge | None,
+              budget: int) -> tuple[list[str], int]:
+    found, calls = [], 0
+    plausible = index.plausible(fingerprint)  # a line the agent's typed text changed is no
+    if not plausible and typed:  # exact hit, nor of the milestone to reach when it names it
+        plausible = index.candidates(fingerprint)
+    if typed and upcoming is not None:
+        plausible |= {upcoming}
+    words = own_words(typed)
+    for sid in sorted(plausible):
+        decision = judge(model, fingerprint, sid, llm if calls < budget else None,
+                         only_same=True, own_words=words, typed=typed, overlay=overlay)
+        calls += bool(decision.evidence.get("llm_called"))
+        if decision.same:
+            found.append(sid)
+    return found, calls
