@@ -51,16 +51,23 @@ def shortened(line: str, words: int = LINE_WORDS, chars: int = LINE_CHARS) -> st
     return kept[:chars] + "…" if cut else kept
 
 
-def _raw_lines(observation: Observation) -> list[str]:
-    a11y = observation.a11y.splitlines() if isinstance(observation.a11y, str) else []
-    lines = [*(observation.text or "").splitlines(), *map(plain, a11y), *(observation.files or ())]
-    return [line.strip() for line in lines if line.strip()]
+def _raw_lines(observation: Observation) -> tuple[list[str], frozenset[str]]:
+    """The state's lines as the runner gave them, and those of them that are lines of its
+    accessibility tree (read through :func:`plain` once one is chosen: a tree has many)."""
+    tree = [line.strip() for line in observation.a11y.splitlines()] \
+        if isinstance(observation.a11y, str) else []
+    lines = [*(observation.text or "").splitlines(), *tree, *(observation.files or ())]
+    return [line.strip() for line in lines if line.strip()], frozenset(tree)
 
 
 def _newest(lines: Iterable[str], novel: frozenset[str]) -> str | None:
-    """The line holding the most of the `novel` words (the first such)."""
+    """The line holding the most of the `novel` words (the first such; a line holding
+    none of them as text is not tokenised)."""
     best, most = None, 0
+    holds = re.compile("|".join(map(re.escape, sorted(novel)))).search
     for line in lines:
+        if not holds(line):
+            continue
         found = len(word_tokens(f"X|{line}") & novel)
         if found > most:
             best, most = line, found
@@ -95,7 +102,8 @@ def telling_line(model: Model, fingerprint: Fingerprint, observation: Observatio
     next milestone. Empty for a state with no text (a screenshot alone)."""
     expected = [*model.essential[position:position + 1],
                 *(later for sid in previous for later in model.successors(sid))]
-    raw = _raw_lines(observation)
+    raw, tree = _raw_lines(observation)
     line = _newest(raw, frozenset(novel)) if novel else None
-    line = line or _differing(model, fingerprint, expected) or (raw[0] if raw else "")
-    return shortened(line)
+    if line is None:
+        line = _differing(model, fingerprint, expected) or (raw[0] if raw else "")
+    return shortened(plain(line) if line in tree else line)
