@@ -43,7 +43,8 @@ def test_a_recorded_run_reads_back_with_its_screenshot_beside_it(tmp_path):
     assert first.raw["observation"]["screenshot"] == "shots/greet-1/0.png"
     assert read.events[1].action.args == {"times": 2}
     assert read.outcome == "success" and read.end.self_report == "success"
-    assert all(e.meta == {"agent": "a1"} for e in read.events)
+    assert all({k: v for k, v in e.meta.items() if k != "traceparent"} == {"agent": "a1"}
+               for e in read.events)
     assert all(e.ts > 1.7e9 for e in read.events)
 
 
@@ -84,7 +85,7 @@ def test_a_runner_that_crashes_still_ends_its_run_with_the_error(tmp_path):
         raise RuntimeError("browser died")
     end = read_run(tmp_path / "r.jsonl").end
     assert end.outcome == "unknown"
-    assert end.meta == {"runner_error": "RuntimeError: browser died"}
+    assert end.meta["runner_error"] == "RuntimeError: browser died"
 
 
 def test_fingerprinting_at_the_runner_sends_no_image(tmp_path):
@@ -137,3 +138,24 @@ def test_a_run_id_that_is_no_file_name_is_refused(tmp_path):
     with pytest.raises(ValueError, match="cannot name a trace file"), \
             Run("t", TraceDir(tmp_path), "../escape") as run:
         run.end()
+
+
+def test_a_run_names_the_trace_its_agent_ran_in(tmp_path):
+    """Every event carries the W3C traceparent of the OpenTelemetry span active when the
+    run began (a new one without a span), so its verdict links to that trace."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from trustlayer.observe.trace_context import parse_traceparent, run_trace
+
+    tracer = TracerProvider().get_tracer("agent")
+    with tracer.start_as_current_span("invoke_agent") as span:
+        with Run("t", TraceDir(tmp_path), "traced") as run:
+            run.state(text="x")
+            run.end("success")
+    context = span.get_span_context()
+    traced = read_run(tmp_path / "traced.jsonl")
+    assert run_trace(traced) == (f"{context.trace_id:032x}", f"{context.span_id:016x}")
+    assert len({e.meta["traceparent"] for e in traced.events}) == 1
+    with Run("t", TraceDir(tmp_path), "untraced") as run:
+        run.end("success")
+    assert parse_traceparent(read_run(tmp_path / "untraced.jsonl").end.meta["traceparent"])

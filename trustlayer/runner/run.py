@@ -8,12 +8,26 @@ import inspect
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from trustlayer.observe.trace_context import TRACEPARENT, new_traceparent
 from trustlayer.runner.events import EventBuilder, Screenshot
 from trustlayer.runner.sinks import Sink
 from trustlayer.settings import Settings
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+
+def current_traceparent() -> str:
+    """The ``traceparent`` of the OpenTelemetry span active here (the agent's own trace),
+    or a new one when there is none (or no OpenTelemetry)."""
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return new_traceparent()
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return new_traceparent()
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
 
 
 def new_run_id(task: str) -> str:
@@ -28,8 +42,11 @@ class _Recording:
                  meta: dict[str, Any] | None = None, agent_version: str | None = None,
                  fingerprint: bool = False, settings: Settings | None = None):
         self.sink = sink
-        if agent_version is not None:  # on every event: a consumer may see any one first
-            meta = {**(meta or {}), "agent_version": str(agent_version)}
+        # on every event (a consumer may see any one first): the release, and the trace the
+        # run belongs to, so its verdict links to it (W3C trace context)
+        meta = {TRACEPARENT: current_traceparent(), **(meta or {})}
+        if agent_version is not None:
+            meta["agent_version"] = str(agent_version)
         self.events = EventBuilder(run_id or new_run_id(task), task, meta=meta,
                                    fingerprint=fingerprint, settings=settings)
 
