@@ -32,7 +32,7 @@ from trustlayer.errors import (
     UsageError,
 )
 from trustlayer.judge.reasons import COVERAGE
-from trustlayer.show.escape import printable
+from trustlayer.show.escape import escape_log_records, printable
 from trustlayer.validate_command import cmd_validate
 from trustlayer.validate_command import command_model as _model
 
@@ -287,6 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: list[str]) -> int:
     logging.basicConfig(level=logging.WARNING, format="trustlayer: %(message)s")
+    escape_log_records()
     parser = build_parser()
     mistyped = unknown_command(argv, list(commands(parser)))
     if mistyped:

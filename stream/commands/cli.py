@@ -21,6 +21,7 @@ from stream.kafka import broker_command
 from stream.kafka.names import DEFAULT_PORT
 from stream.worker.config import WorkerConfig
 from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK
+from trustlayer.show.escape import escape_log_records
 
 #: The worker's defaults, which its options show and take (the one place they are set).
 WORKER = WorkerConfig()
@@ -73,6 +74,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return needs_broker("worker")(lambda _: supervise(command))(args)
     from stream.worker.app import run_worker
 
+    escape_log_records()  # a run id in a log message cannot start a line of its own
     logging.getLogger("trustlayer").setLevel(args.log_level.upper())
     logging.getLogger("stream").setLevel(args.log_level.upper())
     return run_worker(worker_config(args), loglevel=args.log_level, stalls=stalls)

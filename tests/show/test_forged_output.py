@@ -81,3 +81,17 @@ def test_the_step_summary_renders_the_run_id_as_text(model, tmp_path):
         "### trustlayer: jl-save-textfile"]
     table = [line for line in markdown.splitlines() if line.startswith("|")]
     assert len(table) == 3 and "❌ fail" in table[2]  # header, delimiter, the run's row
+
+
+def test_a_log_record_quoting_a_run_id_is_one_line():
+    import logging
+
+    from trustlayer.show.escape import escape_log_records
+
+    escape_log_records()
+    record = logging.getLogger("stream.judging").makeRecord(
+        "stream.judging", logging.WARNING, __file__, 1, "run %s refused", (RUN_ID,), None)
+    assert "\n" not in record.getMessage() and "\\n::error" in record.getMessage()
+    other = logging.getLogger("aiokafka").makeRecord("aiokafka", logging.WARNING, __file__, 1,
+                                                     "a\nb", (), None)
+    assert other.getMessage() == "a\nb"  # other libraries' records are left as they are
