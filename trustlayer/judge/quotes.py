@@ -61,13 +61,9 @@ def _raw_lines(observation: Observation) -> tuple[list[str], frozenset[str]]:
 
 
 def _newest(lines: Iterable[str], novel: frozenset[str]) -> str | None:
-    """The line holding the most of the `novel` words (the first such; a line holding
-    none of them as text is not tokenised)."""
+    """The line holding the most of the `novel` words (the first such)."""
     best, most = None, 0
-    holds = re.compile("|".join(map(re.escape, sorted(novel)))).search
     for line in lines:
-        if not holds(line):
-            continue
         found = len(word_tokens(f"X|{line}") & novel)
         if found > most:
             best, most = line, found
