@@ -141,3 +141,13 @@ def test_a_change_answered_in_words_no_successful_change_got_took_nothing(model)
                                                       ("say", "Refunded!")]))
     assert (status.status, status.code, status.cause) == ("failed", MISSING_EFFECT, "product_bug")
     assert "permission denied" in status.reason
+
+
+def test_a_change_of_another_record_fails_whatever_its_answer_says(model):
+    """Its answer holds another record's data (words no successful run's answer held): it
+    was taken all the same, and it is a change none of them made."""
+    other = ("call", "refund", {"order_id": "B99", "amount": 40},
+             '{"refunded": 40, "customer": "Mallory Jones"}', False)
+    status = judge_run(model, conversation("other", [("user", "Refund A17"), REFUND, other,
+                                                     ("say", "Done")]))
+    assert (status.status, status.code) == ("failed", EXTRA_EFFECT)

@@ -117,9 +117,10 @@ class EffectWatch:
         return None if call is None else [call.tool, [list(p) for p in call.view], call.seq]
 
     def _take(self, call: Call, spine: EffectSpine) -> Failure | None:
-        if not call.refused and call.tool in spine.answers \
-                and call.words - set(spine.answers[call.tool]):
-            # answered in words no successful run's change got (``permission denied``)
+        if not call.refused and call.view in spine.known.get(call.tool, ()) \
+                and call.words - set(spine.answers.get(call.tool, ())):
+            # their change, answered in words none of theirs got (``permission denied``):
+            # not taken. Another change's answer differs anyway (another record's data).
             call = call._replace(refused=True)
         if call.refused:
             self.refusals.append([call.tool, [list(p) for p in call.view], call.seq, call.answer])
