@@ -23,11 +23,11 @@ from trustlayer.judge.reasons import (
     conversation_passed,
     quoted,
 )
+from trustlayer.judge.signs import AGENT_ERROR, PRODUCT_BUG
 from trustlayer.model_effects import EffectSpine, Required
 from trustlayer.observe.conversation import Call, CallWatch, View, facts, said
 from trustlayer.observe.traces import Event
 
-AGENT_ERROR, PRODUCT_BUG = "agent_error", "product_bug"
 Failure = tuple[str, Reason, str]  # cause, short reason, details
 SHORT_ARGS = 2  # arguments named in a short reason (its details name them all)
 
