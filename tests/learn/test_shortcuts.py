@@ -46,8 +46,9 @@ runs = st.lists(st.lists(st.frozensets(st.sampled_from(LINES), min_size=1), min_
 @given(runs)
 def test_alignment_with_known_similarities_is_the_alignment(runs):
     settings_ = Settings()
-    shapes = [[Shape(Fingerprint(lines)) for lines in run] for run in runs]
-    known: dict[tuple, float] = {}
+    keys: dict[tuple, int] = {}
+    shapes = [[Shape(Fingerprint(lines), keys) for lines in run] for run in runs]
+    known: dict[tuple[int, int], float] = {}
     for left in shapes:
         for right in shapes:
             remembered = _align(left, right, settings_, known)

@@ -26,12 +26,14 @@ class Shape:
 
     __slots__ = ("fingerprint", "content", "structured", "kinds", "key")
 
-    def __init__(self, fingerprint: Fingerprint):
+    def __init__(self, fingerprint: Fingerprint, keys: dict[tuple, int]):
         self.fingerprint = fingerprint
         self.content = fingerprint.content
-        #: all that :func:`similarity` reads: states of other runs that show the same thing
-        #: (a start screen, a file left as it was) are compared once
-        self.key = (self.content, fingerprint.image_sha, fingerprint.phash)
+        #: a number for all that :func:`similarity` reads (numbered in `keys`, shared by the
+        #: shapes compared): states of other runs that show the same thing (a start screen,
+        #: a file left as it was) are compared once, and a pair is looked up cheaply
+        self.key = keys.setdefault((self.content, fingerprint.image_sha, fingerprint.phash),
+                                   len(keys))
         self.structured = fingerprint.has_structure
         by_kind: dict[str, set[str]] = {}
         for line in self.content:
@@ -64,15 +66,15 @@ def similarity(left: Shape, right: Shape, settings: Settings) -> float:
         if not (left.structured and right.structured):
             return 0.0
         kinds = left.kinds.keys() | right.kinds.keys()
-        return sum(_kind_similarity(left.kinds.get(k, _NO_LINES), right.kinds.get(k, _NO_LINES))
-                   for k in kinds) / len(kinds)
+        total = 0.0
+        for kind in kinds:  # (a loop, not a sum of calls: learning compares every pair)
+            lines_a, fields_a = left.kinds.get(kind, _NO_LINES)
+            lines_b, fields_b = right.kinds.get(kind, _NO_LINES)
+            total += (_jaccard(lines_a, lines_b) + _jaccard(fields_a, fields_b)) / 2
+        return total / len(kinds)
     if a.phash is None or b.phash is None:
         return 0.0
     return max(0.0, 1.0 - hamming(a.phash, b.phash) / settings.phash_different)
-
-
-def _kind_similarity(a: tuple[set[str], set[str]], b: tuple[set[str], set[str]]) -> float:
-    return (_jaccard(a[0], b[0]) + _jaccard(a[1], b[1])) / 2
 
 
 def same_observation(left: Shape, right: Shape, settings: Settings) -> bool:
@@ -93,28 +95,29 @@ def align_pair(left: Sequence[Fingerprint], right: Sequence[Fingerprint],
     >>> align_pair(a, b, s)
     [(1, 1, 1.0)]
     """
-    return _align([Shape(fp) for fp in left], [Shape(fp) for fp in right], settings, {})
+    keys: dict[tuple, int] = {}
+    return _align([Shape(fp, keys) for fp in left], [Shape(fp, keys) for fp in right],
+                  settings, {})
 
 
 def _similarities(left: Sequence[Shape], right: Sequence[Shape], settings: Settings,
-                  known: dict[tuple, float]) -> list[list[float]]:
+                  known: dict[tuple[int, int], float]) -> list[list[float]]:
     """The similarity of every pair, each pair of distinct shape keys computed once
     (`known` keeps them between calls)."""
     rows = []
     for a in left:
         row = []
         for b in right:
-            pair = (a.key, b.key)
-            value = known.get(pair)
-            if value is None:
-                value = known[pair] = similarity(a, b, settings)
+            value = known.get((a.key, b.key))
+            if value is None:  # (symmetric: kept both ways round)
+                value = known[a.key, b.key] = known[b.key, a.key] = similarity(a, b, settings)
             row.append(value)
         rows.append(row)
     return rows
 
 
 def _align(left: Sequence[Shape], right: Sequence[Shape], settings: Settings,
-           known: dict[tuple, float]) -> list[tuple[int, int, float]]:
+           known: dict[tuple[int, int], float]) -> list[tuple[int, int, float]]:
     n, m = len(left), len(right)
     sim = _similarities(left, right, settings, known)
     score = [[0.0] * (m + 1) for _ in range(n + 1)]
@@ -180,14 +183,15 @@ def group_states(runs: Sequence[Sequence[Fingerprint]], settings: Settings) -> l
     `runs` must be in a canonical order (the learner sorts them by run id) so that the
     result does not depend on the order the runs were given in.
     """
-    shapes = [[Shape(fp) for fp in run] for run in runs]
+    keys: dict[tuple, int] = {}
+    shapes = [[Shape(fp, keys) for fp in run] for run in runs]
     groups = _Groups(shapes, settings)
     candidates: list[tuple[float, StateKey, StateKey]] = []
     for r, run in enumerate(shapes):
         for i, j in combinations(range(len(run)), 2):
             if same_observation(run[i], run[j], settings):
                 candidates.append((2.0, (r, i), (r, j)))
-    known: dict[tuple, float] = {}
+    known: dict[tuple[int, int], float] = {}
     for (r, left), (q, right) in combinations(enumerate(shapes), 2):
         for i, j, s in _align(left, right, settings, known):
             candidates.append((s, (r, i), (q, j)))

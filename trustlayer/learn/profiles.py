@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 from trustlayer.observe.canonical import content_lines
 from trustlayer.observe.templates import (
@@ -261,11 +262,13 @@ def frame_lines(runs: Sequence[Sequence[frozenset[str]]],
     return frozenset(line for line in found if line.startswith(SHOWN_PREFIXES))
 
 
+@lru_cache(maxsize=1 << 16)  # every line of every state of every run: most lines repeat
 def element_of(line: str) -> str:
     """An accessibility line without its states (``[selected]``, ``[level=2]``)."""
     return ELEMENT_STATES.sub("", line)
 
 
+@lru_cache(maxsize=1 << 16)
 def states_of(line: str) -> frozenset[str]:
     """The states an accessibility line gives its element."""
     found = ELEMENT_STATES.search(line)
