@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from trustlayer.observe.canonical import mask
@@ -32,23 +33,30 @@ _A_WORD = re.compile(r"[^\W\d_]{3}")
 MIN_LINE_CHARS = 8  # shorter lines (")", "pass", '"""') occur everywhere in code
 
 
-def diff_changes(text: str | None) -> dict[str, tuple[set[str], set[str]]]:
+@lru_cache(maxsize=8)  # one state's text is read by the removals, the words and the signs
+def diff_changes(text: str | None) -> Mapping[str, tuple[frozenset[str], frozenset[str]]]:
     """``path -> (removed, added)`` lines of the unified diffs in `text` (masked, white
     space folded).
 
     >>> diff_changes("--- a/m.py\\n+++ b/m.py\\n@@ -1 +1 @@\\n-x = old(1)\\n+x = new(1)\\n")
-    {'m.py': ({'x = old(1)'}, {'x = new(1)'})}
+    mappingproxy({'m.py': (frozenset({'x = old(1)'}), frozenset({'x = new(1)'}))})
     """
+    if not text or _FILE_HEADER not in text:  # most states show no diff: not split at all
+        return _NO_CHANGES
     changes: dict[str, tuple[set[str], set[str]]] = {}
     current = None
-    for line in (text or "").split("\n"):
+    for line in text.split("\n"):
         if line.startswith(_FILE_HEADER):
             current = changes.setdefault(line[len(_FILE_HEADER):].strip(), (set(), set()))
         elif line.startswith(_HUNK_OR_OLD_HEADER) or current is None:
             continue
         elif line[:1] in "-+" and (body := mask(line[1:])):
             current[0 if line[0] == "-" else 1].add(body)
-    return changes
+    return MappingProxyType({path: (frozenset(removed), frozenset(added))
+                             for path, (removed, added) in changes.items()})
+
+
+_NO_CHANGES: Mapping[str, tuple[frozenset[str], frozenset[str]]] = MappingProxyType({})
 
 
 def changed_files(before: Mapping[str, str] | None, after: Mapping[str, str] | None) -> set[str]:
@@ -75,8 +83,14 @@ def changed_in_facts(before: Iterable[str] | None, after: Iterable[str]) -> set[
     >>> changed_in_facts({"F|content a.py 1f", "F|content b.py 2e"}, {"F|content a.py 1f"})
     {'b.py'}
     """
-    return changed_files(_contents(frozenset(before or ())) or None,
-                         _contents(frozenset(after)) or None)
+    return set(_changed(frozenset(before or ()), frozenset(after)))
+
+
+@lru_cache(maxsize=4)  # the removals and the signs ask it of the same two states
+def _changed(before: frozenset[str], after: frozenset[str]) -> frozenset[str]:
+    if before is after:
+        return frozenset()
+    return frozenset(changed_files(_contents(before) or None, _contents(after) or None))
 
 
 @dataclass
