@@ -67,6 +67,7 @@ class StateIndex:
         #: the states found for an observed state already judged (its identity, and what
         #: the run's agent typed and left over the screen): a fleet shows the same screens
         self.found: dict[tuple[object, ...], list[str]] = {}
+        self._novel: tuple[frozenset[str] | None, tuple[str, ...]] = (None, ())
         self.near = MultiIndexHash(model.settings.phash_same)
         self.wide = MultiIndexHash(model.settings.phash_different)
         self.by_line: dict[str, set[str]] = {}
@@ -119,9 +120,13 @@ class StateIndex:
             self.bits = ([(anchor_masks[form], sids) for form, sids in self.by_line.items()],
                          required_masks)
 
-    def novelty(self, fp: Fingerprint) -> list[str]:
+    def novelty(self, fp: Fingerprint) -> tuple[str, ...]:
         """Words of the observed state that no training state ever showed."""
-        return sorted(frozenset().union(*map(word_tokens, fp.lines)) - self.vocabulary)
+        last = self._novel  # (one read: the index is shared by threads judging runs)
+        if last[0] is not fp.lines:  # the matcher and the end check ask of the same state
+            last = self._novel = (fp.lines, tuple(sorted(
+                frozenset().union(*map(word_tokens, fp.lines)) - self.vocabulary)))
+        return last[1]
 
     def candidates(self, fp: Fingerprint) -> set[str]:
         """Model states that could be the observed state (a superset of the matches, with
