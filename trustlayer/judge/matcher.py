@@ -118,7 +118,7 @@ class Matcher:
         action = event.action if event.kind == "action" else None
         if action is not None:
             self.outputs.observe(self.model, action, self.builder.previous_lines)
-        before = self.builder.previous_lines
+        facts_before = self.builder.previous_facts
         if action is not None and action.type == "type" and action.value:
             # words the agent chose (a description it added) are no news when shown again
             text = typed_tokens(action.value)
@@ -128,14 +128,14 @@ class Matcher:
         if step is not None and event.observation is not None:
             if self.model.required_removals:
                 self.removals.observe(event.observation.text,
-                                      changed_in_facts(before, step.fingerprint.lines))
-            self._observe(step, before, event.observation)
+                                      changed_in_facts(facts_before, step.fingerprint.facts))
+            self._observe(step, facts_before, event.observation)
         elif event.kind == "end":
             self.signs.self_report = event.self_report
             self.close(event.seq)
         return status
 
-    def _observe(self, step: Step, before: frozenset[str] | None,
+    def _observe(self, step: Step, facts_before: frozenset[str] | None,
                  observation: Observation) -> None:
         ids = self._matches(step.fingerprint) or self._beneath(step)
         negatives = [sid for sid in ids if sid in self.model.negative]
@@ -150,7 +150,7 @@ class Matcher:
         # a known state may hold news too (a tool's error beside the usual output)
         news = bool(novel) or bool(known) and bool(self.model.check_files) \
             and bool(index_of(self.model).novelty(step.fingerprint))
-        self.signs.observe(self.model, step, before, observation, known, news)
+        self.signs.observe(self.model, step, facts_before, observation, known, news)
         ends = ends_like_success(self.model, step.fingerprint, known, self.typed_words) \
             or self.outputs.answered(self.model) and at_an_end_place(self.model, step.fingerprint)
         self.history.append(observed(self.model, step, observation, known, novel, ends,

@@ -74,9 +74,9 @@ class FailureWatch:
     texts_missing: list[str] = field(default_factory=list)  # end texts its latest state lacks
     self_report: str | None = None
 
-    def observe(self, model: Model, step: Step, before: frozenset[str] | None,
+    def observe(self, model: Model, step: Step, facts_before: frozenset[str] | None,
                 observation: Observation, ids: list[str], news: bool) -> None:
-        """Take the run's next step (`before`: the lines of the state before it;
+        """Take the run's next step (`facts_before`: the file facts of the state before it;
         `observation`: what it showed, where a tool's diffs, HTTP responses and typed text
         are read; `ids`: the model states it is; `news`: whether it shows words no
         successful run showed)."""
@@ -101,7 +101,7 @@ class FailureWatch:
             self.still_shown = sorted(lines & set(model.gone_lines.get(ids[0], ()))) if ids else []
         calls = {action.call for action in step.actions}
         if model.check_files:
-            moved = changed_in_facts(before, step.fingerprint.lines)
+            moved = changed_in_facts(facts_before, step.fingerprint.facts)
             if model.required_words:
                 self.words.observe(text, moved & model.required_words.keys())
             changed = moved & set(model.check_files)

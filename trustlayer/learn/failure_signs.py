@@ -40,7 +40,6 @@ from typing import Any
 
 from trustlayer.learn.evidence import place_lines
 from trustlayer.observe.canonical import PLACE_PREFIXES
-from trustlayer.observe.context import file_facts
 from trustlayer.observe.edits import IDENTIFIER, added_only, changed_in_facts, required_words
 from trustlayer.observe.steps import Step
 from trustlayer.observe.templates import shape_of, word_tokens
@@ -99,8 +98,7 @@ def _last_change(path: Path, files: frozenset[str]) -> int | None:
     """Index of the run's last step that changed one of `files` (None: none did)."""
     found = None
     for i in range(1, len(path)):
-        if changed_in_facts(path[i - 1].fingerprint.lines,
-                            path[i].fingerprint.lines) & files:
+        if changed_in_facts(path[i - 1].fingerprint.facts, path[i].fingerprint.facts) & files:
             found = i
     return found
 
@@ -137,7 +135,7 @@ def _shapes(step: Step) -> set[str]:
     words (its request) and the files' facts aside."""
     fingerprint = step.fingerprint
     return {shape_of(line) for line in fingerprint.content - fingerprint.context
-            - file_facts(fingerprint.content) if _telling(line)}
+            - fingerprint.facts if _telling(line)}
 
 
 def _files_changed(path: Path, first: int, last: int,
@@ -145,8 +143,8 @@ def _files_changed(path: Path, first: int, last: int,
     """Whether the run's files (of `files`, when given) changed after step `first` up to
     step `last`."""
     for i in range(max(first, 0) + 1, last + 1):
-        before, after = path[i - 1].fingerprint.lines, path[i].fingerprint.lines
-        if files is None and file_facts(after) != file_facts(before) \
+        before, after = path[i - 1].fingerprint.facts, path[i].fingerprint.facts
+        if files is None and after != before \
                 or files is not None and changed_in_facts(before, after) & files:
             return True
     return False

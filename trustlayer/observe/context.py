@@ -77,15 +77,17 @@ def context_lines(lines: frozenset[str], before: frozenset[str] | None,
     ['F|changed a.py', 'X|Edited b.py']
     """
     content = content_lines(lines)
-    return content_context(content, file_facts(content), before, actions)
+    return content_context(content, file_facts(content),
+                           None if before is None else file_facts(before), actions)
 
 
 def content_context(content: frozenset[str], facts: frozenset[str],
-                    before: frozenset[str] | None, actions: Iterable[Action]) -> frozenset[str]:
-    """:func:`context_lines` of a state's `content` lines, whose file `facts` are known."""
-    if before is None:
+                    facts_before: frozenset[str] | None,
+                    actions: Iterable[Action]) -> frozenset[str]:
+    """:func:`context_lines` of a state's `content` lines, whose file `facts` are known,
+    given the file facts of the state before (None for a run's first state)."""
+    if facts_before is None:
         return frozenset()
-    facts_before = file_facts(before)
     found = set(facts & facts_before)
     if facts != facts_before:
         found.update(filter(_TEXT.match, content))

@@ -25,6 +25,7 @@ from trustlayer.observe.canonical import (
     url_line,
 )
 from trustlayer.observe.context import content_context
+from trustlayer.observe.context import file_facts as facts_of
 from trustlayer.observe.images import ImageRef
 from trustlayer.observe.traces import Action, Observation
 
@@ -71,10 +72,16 @@ class Fingerprint:
     #: given): the tiers read them for every state compared
     content: frozenset[str] = field(default=None, repr=False,  # type: ignore[arg-type]
                                     compare=False)  # (None only until __post_init__ sets it)
+    #: its code-snapshot facts (``F|`` lines; computed when not given): the removals, the
+    #: failure signs and the next state's context read them
+    facts: frozenset[str] = field(default=None, repr=False,  # type: ignore[arg-type]
+                                  compare=False)
 
     def __post_init__(self) -> None:
         if self.content is None:
             object.__setattr__(self, "content", content_lines(self.lines))
+        if self.facts is None:
+            object.__setattr__(self, "facts", facts_of(self.lines))
 
     @property
     def identity(self) -> tuple[object, ...]:
@@ -151,11 +158,12 @@ class LineMemo:
 
 def fingerprint(observation: Observation, thumbnail_size: int,
                 baseline_files: dict[str, str] | None = None,
-                previous_lines: frozenset[str] | None = None,
+                previous_facts: frozenset[str] | None = None,
                 actions: Iterable[Action] = (), memo: LineMemo | None = None) -> Fingerprint:
     """Fingerprint one observation. `baseline_files` is the run's first code snapshot;
-    the lines of the state before and the `actions` that led here tell the context lines
-    (:func:`trustlayer.observe.context.context_lines`); `memo` holds the run's last lines."""
+    the file facts of the state before (None for a run's first state) and the `actions`
+    that led here tell the context lines (:func:`trustlayer.observe.context.context_lines`);
+    `memo` holds the run's last lines."""
     memo = memo or LineMemo()
     title, url, text, a11y, files = (observation.title, observation.url, observation.text,
                                      observation.a11y, observation.files)
@@ -171,7 +179,7 @@ def fingerprint(observation: Observation, thumbnail_size: int,
         image_sha = shot.sha256
     elif printed is not None:  # fingerprinted by the runner: nothing to decode
         image_sha, phash, thumbnail = printed.sha256, printed.phash, printed.thumbnail
-    context = content_context(content, facts, previous_lines, tuple(actions))
+    context = content_context(content, facts, previous_facts, tuple(actions))
     return Fingerprint(memo.union("lines", content, place), image_sha, phash, thumbnail,
                        title, label=observation.label, context=context, image=shot,
-                       thumbnail_size=thumbnail_size, content=content)
+                       thumbnail_size=thumbnail_size, content=content, facts=facts)

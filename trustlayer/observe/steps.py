@@ -116,6 +116,7 @@ class StepBuilder:
         self.baseline_files: dict[str, str] | None = None
         self.pending: list[Action] = []
         self.previous_lines: frozenset[str] | None = None
+        self.previous_facts: frozenset[str] | None = None  # (its file facts)
         self.memo = LineMemo()  # the last state's lines, to reuse (not a state to keep)
 
     def to_json(self, previous: frozenset[str] | None) -> dict[str, Any]:
@@ -133,7 +134,9 @@ class StepBuilder:
         builder.baseline_files = data["baseline_files"]
         builder.pending = [Action(**action) for action in data["pending"]]
         previous = data.get("previous_lines")
-        builder.previous_lines = None if previous is None else frozenset(previous)
+        if previous is not None:
+            builder.previous_lines = frozenset(previous)
+            builder.previous_facts = file_facts(builder.previous_lines)
         return builder
 
     def feed(self, event: Event) -> Step | None:
@@ -148,10 +151,10 @@ class StepBuilder:
             self.baseline_files = dict(observation.files)
         actions = tuple(self.pending)
         printed = fingerprint(observation, self.settings.thumbnail_size, self.baseline_files,
-                              self.previous_lines, actions, self.memo)
-        moved = not actions and self.previous_lines is not None \
-            and file_facts(printed.lines) != file_facts(self.previous_lines)
-        self.pending, self.previous_lines = [], printed.lines
+                              self.previous_facts, actions, self.memo)
+        moved = not actions and self.previous_facts is not None \
+            and printed.facts != self.previous_facts
+        self.pending, self.previous_lines, self.previous_facts = [], printed.lines, printed.facts
         return Step(event.seq, event.ts, printed, actions, moved)
 
 
