@@ -82,8 +82,7 @@ class FailureWatch:
         successful run showed)."""
         lines, text, responses = step.fingerprint.content, observation.text, observation.network
         if model.end_texts:
-            shown = observation.shown_text()
-            self.texts_missing = [typed for typed in model.end_texts if typed not in shown]
+            self.texts_missing = observation.lacks(model.end_texts)
         self.news_since_report |= news
         for response in responses:
             request = f"{response.method} {response.path}"
