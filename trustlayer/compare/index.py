@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
+from typing import TypeVar
 
 from trustlayer.compare.visual import hamming
 from trustlayer.model import Model
@@ -68,6 +69,9 @@ class StateIndex:
         #: the run's agent typed and left over the screen): a fleet shows the same screens
         self.found: dict[tuple[object, ...], list[str]] = {}
         self._novel: tuple[frozenset[str] | None, tuple[str, ...]] = (None, ())
+        #: the line quoted for an unknown state (:mod:`trustlayer.judge.quotes`), by what
+        #: it was chosen from
+        self.quotes: dict[tuple[object, ...], str] = {}
         self.near = MultiIndexHash(model.settings.phash_same)
         self.wide = MultiIndexHash(model.settings.phash_different)
         self.by_line: dict[str, set[str]] = {}
@@ -182,15 +186,19 @@ def _optional_lines(model: Model) -> tuple[list[str], list[bool]]:
 _INDEXES: dict[int, StateIndex] = {}
 
 
-def remembered(index: StateIndex, key: tuple[object, ...], found: list[str],
-               lines: int) -> list[str]:
-    """`found`, the states of an observed state of `lines` lines, remembered in `index`
-    under `key` (at most :data:`MAX_FOUND` keys: the oldest go first)."""
+Found = TypeVar("Found")
+
+
+def remembered(store: dict[tuple[object, ...], Found], key: tuple[object, ...], found: Found,
+               lines: int) -> Found:
+    """`found`, what was found for an observed state of `lines` lines (its states, its
+    quote), remembered in `store` under `key` (at most :data:`MAX_FOUND` keys: the oldest
+    go first; a state of more than :data:`MAX_FOUND_LINES` lines is not kept)."""
     if lines > MAX_FOUND_LINES:
         return found
-    if len(index.found) >= MAX_FOUND:
-        del index.found[next(iter(index.found))]
-    index.found[key] = found
+    if len(store) >= MAX_FOUND:
+        del store[next(iter(store))]
+    store[key] = found
     return found
 
 

@@ -32,7 +32,7 @@ def matching_states(model: Model, fingerprint: Fingerprint, typed: Typed, upcomi
     found = index.found.get(key)
     if found is None:
         verified, _ = _verified(model, index, fingerprint, typed, upcoming, overlay, None, 0)
-        found = remembered(index, key, verified, len(fingerprint.lines))
+        found = remembered(index.found, key, verified, len(fingerprint.lines))
     return list(found), 0
 
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from trustlayer.compare.equivalence import judge
+from trustlayer.compare.index import index_of, remembered
 from trustlayer.model import Model
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.fingerprints import Fingerprint
@@ -21,6 +22,9 @@ from trustlayer.observe.traces import Observation
 #: A quoted line keeps at most this many words (then "…").
 LINE_WORDS = 9
 LINE_CHARS = 80
+#: A state whose text and tree are longer than this has its quote chosen every time: the
+#: memo keeps the texts it was chosen from.
+MAX_REMEMBERED_CHARS = 1 << 16
 _ROLE = re.compile(r"^-?\s*'?(?:[a-z]+)\s+\"(.*)\"(?:\s*\[.*\])?'?:?$")  # - heading "x" [level=1]
 _WILDCARD = re.compile(r"<\*\*?>")
 
@@ -96,8 +100,26 @@ def telling_line(model: Model, fingerprint: Fingerprint, observation: Observatio
     shortened to :data:`LINE_WORDS` words; `novel` holds its words no training state
     showed, `previous` the states the run showed before it, `position` the index of the
     next milestone. Empty for a state with no text (a screenshot alone)."""
-    expected = [*model.essential[position:position + 1],
-                *(later for sid in previous for later in model.successors(sid))]
+    expected = tuple(dict.fromkeys([*model.essential[position:position + 1],
+                                    *(later for sid in previous
+                                      for later in model.successors(sid))]))
+    text, a11y = observation.text or "", observation.a11y
+    if not isinstance(a11y, str) or len(text) + len(a11y) > MAX_REMEMBERED_CHARS:
+        return _telling(model, fingerprint, observation, novel, expected)
+    # a quote is chosen from the state's own lines, its fingerprint and where the run was:
+    # remembered, as a fleet's runs show the same unknown screens (a notice, an error page)
+    key = (fingerprint.identity, text, a11y, tuple(observation.files or ()), tuple(novel),
+           expected)
+    index = index_of(model)
+    quote = index.quotes.get(key)
+    if quote is None:
+        quote = remembered(index.quotes, key, _telling(model, fingerprint, observation, novel,
+                                                       expected), len(fingerprint.lines))
+    return quote
+
+
+def _telling(model: Model, fingerprint: Fingerprint, observation: Observation,
+             novel: Sequence[str], expected: Iterable[str]) -> str:
     raw, tree = _raw_lines(observation)
     line = _newest(raw, frozenset(novel)) if novel else None
     if line is None:
