@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
+from collections.abc import Iterable
 from typing import TypeVar
 
 from trustlayer.compare.visual import hamming
@@ -59,6 +60,7 @@ class MultiIndexHash:
 #: Observed states whose matches one model's index remembers, and the most lines of one
 #: state it keeps (memory: a worker holds many models; a long tool output rarely repeats).
 MAX_FOUND, MAX_FOUND_LINES = 1024, 500
+MAX_NEWS_LINES = 1 << 16  # lines whose novel words an index remembers
 
 
 class StateIndex:
@@ -69,6 +71,7 @@ class StateIndex:
         #: the run's agent typed and left over the screen): a fleet shows the same screens
         self.found: dict[tuple[object, ...], list[str]] = {}
         self._novel: tuple[frozenset[str] | None, tuple[str, ...]] = (None, ())
+        self._line_news: dict[str, frozenset[str]] = {}
         #: the line quoted for an unknown state (:mod:`trustlayer.judge.quotes`), by what
         #: it was chosen from
         self.quotes: dict[tuple[object, ...], str] = {}
@@ -128,9 +131,22 @@ class StateIndex:
         """Words of the observed state that no training state ever showed."""
         last = self._novel  # (one read: the index is shared by threads judging runs)
         if last[0] is not fp.lines:  # the matcher and the end check ask of the same state
-            last = self._novel = (fp.lines, tuple(sorted(
-                frozenset().union(*map(word_tokens, fp.lines)) - self.vocabulary)))
+            last = self._novel = (fp.lines, tuple(sorted(self._news(fp.lines))))
         return last[1]
+
+    def _news(self, lines: Iterable[str]) -> set[str]:
+        """The words of `lines` no training state showed, each line's remembered (a
+        state's lines mostly repeat from the states before: a listing, a code snapshot)."""
+        news, found = self._line_news, set[str]()
+        for line in lines:
+            words = news.get(line)
+            if words is None:
+                if len(news) >= MAX_NEWS_LINES:
+                    news.clear()
+                words = news[line] = word_tokens(line) - self.vocabulary
+            if words:
+                found |= words
+        return found
 
     def candidates(self, fp: Fingerprint) -> set[str]:
         """Model states that could be the observed state (a superset of the matches, with

@@ -244,6 +244,10 @@ def file_facts(files: dict[str, str] | None, baseline: dict[str, str] | None) ->
     return facts
 
 
+#: the words a file fact's body starts with (``F|exists a.py``)
+FACT_KINDS = ("exists ", "content ", "unchanged ", "changed ", "deleted ")
+
+
 @lru_cache(maxsize=1 << 14)  # a snapshot's files mostly repeat from state to state
 def _file_lines(path: str, digest: str, status: str) -> tuple[str, str, str]:
     return f"F|exists {path}", f"F|content {path} {digest[:16]}", f"F|{status} {path}"

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from itertools import compress
 
-from trustlayer.observe.canonical import content_lines, mask
+from trustlayer.observe.canonical import FACT_KINDS, content_lines, mask
 from trustlayer.observe.traces import Action
 
 MIN_ECHO_CHARS = 6  # shorter bodies ("ok", "+ x") are too common to be taken as echoes
@@ -93,5 +93,8 @@ def content_context(content: frozenset[str], facts: frozenset[str],
         found.update(filter(_TEXT.match, content))
     text = _action_text(actions)
     if text:  # (the lines whose body the text holds)
-        found.update(compress(content, map(text.__contains__, map(_echo_body, content))))
+        # a fact's body starts with its kind: a text naming none echoes no fact, and most
+        # of a code snapshot's lines are facts
+        lines = content if any(kind in text for kind in FACT_KINDS) else content - facts
+        found.update(compress(lines, map(text.__contains__, map(_echo_body, lines))))
     return frozenset(found)
