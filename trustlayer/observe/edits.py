@@ -22,12 +22,10 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from trustlayer.observe.canonical import mask
-from trustlayer.observe.context import file_facts
 from trustlayer.observe.traces import Run
 
 _FILE_HEADER = "+++ b/"
 _CONTENT = "F|content "  # see trustlayer.observe.canonical.file_facts
-_CONTENT_LINE = re.compile(re.escape(_CONTENT))
 _HUNK_OR_OLD_HEADER = ("--- ", "@@")
 _A_WORD = re.compile(r"[^\W\d_]{3}")
 MIN_LINE_CHARS = 8  # shorter lines (")", "pass", '"""') occur everywhere in code
@@ -70,12 +68,6 @@ def changed_files(before: Mapping[str, str] | None, after: Mapping[str, str] | N
     return {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
 
 
-@lru_cache(maxsize=64)  # a state's contents are read again as those of the state before
-def _contents(lines: frozenset[str]) -> dict[str, str]:
-    return dict(line[len(_CONTENT):].rpartition(" ")[::2]
-                for line in filter(_CONTENT_LINE.match, file_facts(lines)))
-
-
 def changed_in_facts(before: Iterable[str] | None, after: Iterable[str]) -> set[str]:
     """:func:`changed_files` read from two states' canonical file facts (``F|content``;
     a state without a code snapshot changes nothing).
@@ -88,9 +80,16 @@ def changed_in_facts(before: Iterable[str] | None, after: Iterable[str]) -> set[
 
 @lru_cache(maxsize=4)  # the removals and the signs ask it of the same two states
 def _changed(before: frozenset[str], after: frozenset[str]) -> frozenset[str]:
-    if before is after:
+    if before is after or not _snapshot(before) or not _snapshot(after):
         return frozenset()
-    return frozenset(changed_files(_contents(before) or None, _contents(after) or None))
+    # a file changed, came or went where its content fact is in one state only
+    return frozenset(line[len(_CONTENT):].rpartition(" ")[0] for line in before ^ after
+                     if line.startswith(_CONTENT))
+
+
+def _snapshot(lines: frozenset[str]) -> bool:
+    """Whether `lines` hold a code snapshot with a file in it."""
+    return any(line.startswith(_CONTENT) for line in lines)
 
 
 @dataclass
