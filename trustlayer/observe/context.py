@@ -88,13 +88,13 @@ def content_context(content: frozenset[str], facts: frozenset[str],
     given the file facts of the state before (None for a run's first state)."""
     if facts_before is None:
         return frozenset()
-    found = set(facts & facts_before)
-    if facts != facts_before:
-        found.update(filter(_TEXT.match, content))
+    # files left alone keep their very facts (a code snapshot is mostly facts): not copied
+    kept = facts if facts is facts_before else facts & facts_before
+    found = [] if facts == facts_before else list(filter(_TEXT.match, content))
     text = _action_text(actions)
     if text:  # (the lines whose body the text holds)
         # a fact's body starts with its kind: a text naming none echoes no fact, and most
         # of a code snapshot's lines are facts
         lines = content if any(kind in text for kind in FACT_KINDS) else content - facts
-        found.update(compress(lines, map(text.__contains__, map(_echo_body, lines))))
-    return frozenset(found)
+        found.extend(compress(lines, map(text.__contains__, map(_echo_body, lines))))
+    return kept.union(found) if found else kept

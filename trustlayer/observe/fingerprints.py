@@ -11,7 +11,10 @@ from __future__ import annotations
 import base64
 import operator
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
 
 import imagehash
 import numpy as np
@@ -137,7 +140,8 @@ class LineMemo:
         self._parts: dict[str, tuple[object, frozenset[str]]] = {}
         self._joined: dict[str, tuple[tuple[frozenset[str], ...], frozenset[str]]] = {}
 
-    def part(self, name: str, source: object, make: Callable[[], set[str]]) -> frozenset[str]:
+    def part(self, name: str, source: object,
+             make: Callable[[], AbstractSet[str]]) -> frozenset[str]:
         """The lines `make` gives for `source` (the last ones if it equals the last)."""
         last = self._parts.get(name)
         if last is not None and last[0] == source:
@@ -156,6 +160,31 @@ class LineMemo:
         return joined
 
 
+#: Texts and trees up to this long have their lines remembered across runs (a fleet's
+#: runs show the same screens); longer ones are read each time.
+MAX_SHARED_CHARS = 1 << 14
+
+
+def _shown_lines(text: str | None) -> frozenset[str]:
+    if text is not None and len(text) <= MAX_SHARED_CHARS:
+        return _shared_lines(text, None, True)
+    return frozenset(text_lines(text, "X"))
+
+
+def _tree_lines(a11y: Any, inline_text: bool) -> frozenset[str]:
+    if isinstance(a11y, str) and len(a11y) <= MAX_SHARED_CHARS:
+        return _shared_lines(None, a11y, inline_text)
+    return frozenset(a11y_lines(a11y, inline_text=inline_text))
+
+
+@lru_cache(maxsize=1024)  # at most 16 MiB of texts
+def _shared_lines(text: str | None, a11y: str | None, inline_text: bool) -> frozenset[str]:
+    """The lines of a text, else of an accessibility tree, shared by the runs that show it."""
+    if text is not None:
+        return frozenset(text_lines(text, "X"))
+    return frozenset(a11y_lines(a11y, inline_text=inline_text))
+
+
 def fingerprint(observation: Observation, thumbnail_size: int,
                 baseline_files: dict[str, str] | None = None,
                 previous_facts: frozenset[str] | None = None,
@@ -170,8 +199,8 @@ def fingerprint(observation: Observation, thumbnail_size: int,
     place = memo.part("place", (title, url), lambda: text_lines(title, "T") | url_line(url))
     facts = memo.part("files", (files, baseline_files),
                       lambda: file_facts(files, baseline_files))
-    shown = memo.part("text", text, lambda: text_lines(text, "X"))
-    tree = memo.part("a11y", (a11y, not text), lambda: a11y_lines(a11y, inline_text=not text))
+    shown = memo.part("text", text, lambda: _shown_lines(text))
+    tree = memo.part("a11y", (a11y, not text), lambda: _tree_lines(a11y, not text))
     content = memo.union("content", shown, tree, facts)
     phash = thumbnail = image_sha = None
     shot, printed = observation.screenshot, observation.screenshot_print
