@@ -75,6 +75,7 @@ class StateIndex:
         #: the line quoted for an unknown state (:mod:`trustlayer.judge.quotes`), by what
         #: it was chosen from
         self.quotes: dict[tuple[object, ...], str] = {}
+        self.reshaped: dict[tuple[object, ...], bool] = {}  # (judge.lookup.reshaped)
         self.near = MultiIndexHash(model.settings.phash_same)
         self.wide = MultiIndexHash(model.settings.phash_different)
         self.by_line: dict[str, set[str]] = {}

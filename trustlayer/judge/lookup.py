@@ -4,7 +4,7 @@ the model's index (a fleet's runs show the same screens), unless the LLM tier ma
 its calls are counted against each run's budget."""
 from __future__ import annotations
 
-from trustlayer.compare.equivalence import judge
+from trustlayer.compare.equivalence import judge, like_in_shape
 from trustlayer.compare.index import StateIndex, index_of, remembered
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.model import Model
@@ -53,3 +53,15 @@ def _verified(model: Model, index: StateIndex, fingerprint: Fingerprint, typed: 
         if decision.same:
             found.append(sid)
     return found, calls
+
+
+def reshaped(model: Model, fingerprint: Fingerprint, state_id: str) -> bool:
+    """:func:`~trustlayer.compare.equivalence.like_in_shape`, remembered by the model's
+    index like the states found (asked of every state until a tool's report is reached)."""
+    index = index_of(model)
+    key = (state_id, fingerprint.lines, fingerprint.context)
+    found = index.reshaped.get(key)
+    if found is None:
+        found = remembered(index.reshaped, key, like_in_shape(model, fingerprint, state_id),
+                           len(fingerprint.lines))
+    return found

@@ -17,7 +17,6 @@ from bisect import bisect_left
 from trustlayer.compare.equivalence import (
     at_an_end_place,
     ends_like_success,
-    like_in_shape,
 )
 from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
@@ -27,7 +26,7 @@ from trustlayer.judge.deadlines import overdue
 from trustlayer.judge.effects import EffectWatch
 from trustlayer.judge.faults import feed_checked
 from trustlayer.judge.history import Observed, observed
-from trustlayer.judge.lookup import matching_states, own_words
+from trustlayer.judge.lookup import matching_states, own_words, reshaped
 from trustlayer.judge.outputs import OutputLedger
 from trustlayer.judge.overlay import Overlay
 from trustlayer.judge.reasons import (
@@ -141,8 +140,8 @@ class Matcher:
         negatives = [sid for sid in ids if sid in self.model.negative]
         known = [sid for sid in ids if sid not in self.model.negative]
         upcoming = self._upcoming_transient()
-        if upcoming and upcoming not in known and like_in_shape(self.model, step.fingerprint,
-                                                                upcoming):
+        if upcoming and upcoming not in known and reshaped(self.model, step.fingerprint,
+                                                           upcoming):
             known.append(upcoming)
             self.reshaped.append(upcoming)
         novel = [word for word in index_of(self.model).novelty(step.fingerprint)
