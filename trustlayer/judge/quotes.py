@@ -8,6 +8,7 @@ by name``, ``hello word``), else its first line of text.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Sequence
 
@@ -22,8 +23,8 @@ from trustlayer.observe.traces import Observation
 #: A quoted line keeps at most this many words (then "…").
 LINE_WORDS = 9
 LINE_CHARS = 80
-#: A state whose text and tree are longer than this has its quote chosen every time: the
-#: memo keeps the texts it was chosen from.
+#: A state whose text and tree are longer than this has its quote chosen every time (its
+#: fingerprint, kept by the memo, is large too).
 MAX_REMEMBERED_CHARS = 1 << 16
 _ROLE = re.compile(r"^-?\s*'?(?:[a-z]+)\s+\"(.*)\"(?:\s*\[.*\])?'?:?$")  # - heading "x" [level=1]
 _WILDCARD = re.compile(r"<\*\*?>")
@@ -107,9 +108,12 @@ def telling_line(model: Model, fingerprint: Fingerprint, observation: Observatio
     if not isinstance(a11y, str) or len(text) + len(a11y) > MAX_REMEMBERED_CHARS:
         return _telling(model, fingerprint, observation, novel, expected)
     # a quote is chosen from the state's own lines, its fingerprint and where the run was:
-    # remembered, as a fleet's runs show the same unknown screens (a notice, an error page)
-    key = (fingerprint.identity, text, a11y, tuple(observation.files or ()), tuple(novel),
-           expected)
+    # remembered, as a fleet's runs show the same unknown screens (a notice, an error page);
+    # the texts by their digest (a memo of texts would hold them all)
+    source = hashlib.blake2b(f"{len(text)}:{text}{a11y}".encode(errors="surrogatepass"),
+                             digest_size=16)
+    source.update("\0".join(observation.files or ()).encode(errors="surrogatepass"))
+    key = (fingerprint.identity, source.digest(), tuple(novel), expected)
     index = index_of(model)
     quote = index.quotes.get(key)
     if quote is None:
