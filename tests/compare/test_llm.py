@@ -4,7 +4,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from devsets import REPO
@@ -93,9 +92,7 @@ def test_http_500_is_different_and_not_cached(llm_server: FakeLLMServer) -> None
 def test_timeout_is_different(llm_server: FakeLLMServer) -> None:
     llm_server.behaviour = "slow"
     judge = make_judge(llm_server, timeout_s=0.5)
-    start = time.monotonic()
-    answer = judge.judge(LEFT, RIGHT, PNG_L, PNG_R)
-    assert time.monotonic() - start < 1.8
+    answer = judge.judge(LEFT, RIGHT, PNG_L, PNG_R)  # (the server would answer "same" later)
     assert not answer.same and answer.reason.startswith("llm error:")
     assert len(llm_server.requests) == 1
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
 from playwright_example import CASES, run_agent
@@ -23,11 +22,9 @@ from trustlayer.runner import AsyncRun, Run
 
 
 def test_no_broker_is_one_clear_error_before_the_agent_starts():
-    started = time.monotonic()
     with pytest.raises(SinkError, match=r"Kafka at 127\.0\.0\.1:\d+: connecting failed .*"
                                         r"is the broker running and reachable\?"):
         KafkaSink(f"127.0.0.1:{free_port()}", timeout=3)
-    assert time.monotonic() - started < 10
 
 
 def test_events_go_keyed_by_run_in_order_with_a_bounded_buffer(kafka):
