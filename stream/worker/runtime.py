@@ -110,7 +110,7 @@ class Runtime:
         self.metrics = Metrics()
         self.store = TableStore(tables[0])
         self.processor = StreamProcessor(self.registry, self.store, cfg.settings, self.metrics)
-        self.checkpoint = Checkpoint(self.processor, self.store, lambda m: app.consumer.ack(m))
+        self.checkpoint = Checkpoint(self.processor.runs, self.store, lambda m: app.consumer.ack(m))
         self.fetched = FetchedEvents(lambda: app.consumer, lambda: app.consumer_generation_id,
                                      cfg.fetch_buffer_bytes, self.metrics.fetch_pauses)
         self.outlets = Outlets(topics["verdicts"], topics["dlq"], topics["finished"])
@@ -198,19 +198,20 @@ class Runtime:
         """The timer: watch the consumer, then fail silent runs; their verdicts are stored
         in the runs' outboxes before they are sent, and confirmed once delivered."""
         if not self.ready.is_set() or self.watchdog.topics_missing() or \
-                self.processor.active is None:
+                not self.processor.runs.assigned:
             return
         await self.watchdog.unstall()
-        out = self.processor.tick(caught_up=self.watchdog.caught_up,
+        out = self.processor.silence.tick(caught_up=self.watchdog.caught_up,
                                   fetched=self.watchdog.fetched)
         if out.verdicts:
             timed = [run_id for run_id, _ in out.verdicts]
-            self.processor.flush(timed)
+            runs = self.processor.runs
+            runs.flush(timed)
             await self.store.settled()  # outboxes stored before their verdicts go
             await asyncio.gather(*await self.outlets.send(out))
             for run_id, record in out.verdicts:
-                self.processor.confirm(run_id, [record])
-            self.processor.flush(timed)
+                runs.confirm(run_id, [record])
+            runs.flush(timed)
             await self.store.settled()
 
     async def runs_recovered(self) -> None:
@@ -227,7 +228,7 @@ class Runtime:
         out = self.processor.assign(partitions, self.store.items())
         await asyncio.gather(*await self.outlets.send(out))
         print(f"trustlayer worker ready: {cfg.app_id} partitions {sorted(partitions)} "
-              f"open runs {sum(self.processor.open_runs().values())}", flush=True)
+              f"open runs {sum(self.processor.runs.open_runs().values())}", flush=True)
 
     def training_recovered(self) -> None:
         """The ``training`` table was recovered: its runs of this worker's partitions."""
