@@ -351,7 +351,7 @@ def processing_cost(registry: ModelRegistry, runs: list[list[dict]]) -> float:
     processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
     start = time.perf_counter()
     processor.process_batch(records)
-    processor.flush()
+    processor.runs.flush()
     return time.perf_counter() - start
 
 

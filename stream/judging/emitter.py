@@ -14,9 +14,7 @@ from stream.judging.runbook import RunBook
 from stream.judging.settings import WorkerSettings
 from stream.models.refine import is_success
 from trustlayer.judge.faults import STREAM_FAULT
-from trustlayer.judge.reasons import NO_END
-from trustlayer.judge.resume import given_up
-from trustlayer.judge.status import INCOMPLETE, Status
+from trustlayer.judge.status import Status
 
 log = logging.getLogger(__name__)
 
@@ -26,14 +24,8 @@ REASON_MAX = 2000
 
 
 class Emitter:
-    """Verdicts, failures, finished runs and dead letters into an :class:`Output`.
-
-    A verdict caused by a record (`trigger`: its offset) is kept in the run's ``sent`` list
-    (the last :attr:`SENT_KEPT`) so that the record, coming again after a restart, sends it
-    again; one made by the timer (no trigger) waits in the run's ``outbox`` until confirmed.
-    """
-
-    SENT_KEPT = 16
+    """Verdicts, failures, finished runs and dead letters into an :class:`Output`; what they
+    change in a run, the run book does (:class:`~stream.judging.runbook.RunBook`)."""
 
     def __init__(self, runs: RunBook, settings: WorkerSettings, metrics: Metrics,
                  clock: Callable[[], float]):
@@ -45,43 +37,30 @@ class Emitter:
         key = [status.status, status.final]
         if key == rec.last_key:
             return
-        rec.last_key = key
         # the verdict as published: every field, texts cut, and the triggering event's ts
         record = {**status.to_json(text_max=REASON_MAX), "verdict_ts": verdict_ts}
-        if trigger is None:
-            rec.outbox.append(record)
-        else:
-            rec.sent = (rec.sent + [{"trigger": trigger, "record": record}])[-self.SENT_KEPT:]
-        self.runs.dirty.add(rec.run_id)
+        self.runs.verdict(rec, key, record, trigger)
         out.verdicts.append((rec.run_id, record))
         if pub is not None:
             self.metrics.latency.labels(rec.task).observe(max(0.0, self.clock() - pub))
         if status.final and not rec.final:
-            rec.final = True
-            rec.closed_at = pub if pub is not None else self.clock()
+            self.runs.finalise(rec, pub if pub is not None else self.clock())
             self.metrics.final(status, rec.release)
 
     def events_missing(self, rec: RunRecord, out: Output, trigger: int | None,
                        verdict_ts: float, pub: float | None, why: str) -> None:
         """Fail the run: an event it needs never came."""
-        if any(h["event"].get("kind") == "end" for h in rec.held.values()):
-            rec.ended = True  # its end came early: nothing more will come
-        rec.held = {}
+        self.runs.drop_held(rec)  # its end among them: nothing more will come
         self.give_up(rec, out, trigger, verdict_ts, pub, f"events missing: {why}")
 
     def give_up(self, rec: RunRecord, out: Output, trigger: int | None, verdict_ts: float,
                 pub: float | None, reason: str) -> None:
         """Fail the run for `reason`, a fault of its stream rather than of what it showed
         (cause ``stream_fault``; it is not learned from). A final verdict stays as it is."""
-        rec.complete, rec.offsets = False, []
-        if rec.final:
-            if rec.ended:
-                self.finish(rec, out, pub)
-            return
-        failed = given_up(self.runs.matcher(rec), rec.next_seq - 1 if rec.next_seq else None,
-                          reason, STREAM_FAULT, rec.run_id, rec.task)
-        self.runs.matchers[rec.run_id] = failed
-        self.emit(rec, failed.current, out, trigger, verdict_ts, pub)
+        self.runs.unlearnable(rec)
+        if not rec.final:
+            self.emit(rec, self.runs.give_up(rec, reason, STREAM_FAULT), out, trigger,
+                      verdict_ts, pub)
         if rec.ended:
             self.finish(rec, out, pub)
 
@@ -90,45 +69,40 @@ class Emitter:
         """Finalise a run whose end never came, as ``incomplete``: its last status (`last`,
         else its matcher's) and reason stay in the reason (it is not learned from,
         whatever comes later)."""
-        status = self.runs.matcher(rec).status  # made final: nothing later changes it
-        if status is None or rec.final:
+        matcher = self.runs.matcher(rec)
+        if matcher.status is None or rec.final:
             return
-        rec.complete, rec.offsets = False, []
-        shown = last or status
+        self.runs.unlearnable(rec)
+        shown = last or matcher.status
         said = shown.status + (f": {shown.reason}" if shown.reason else "")
-        status.reason = (f"no end event for {silent:.0f} s after seq {rec.next_seq - 1} "
-                         f"(last status {said})")
         # its runner or the broker went away, or the product hung the runner: not known,
         # so nobody's fault (never a product bug) and counted apart from failures
-        status.status, status.final, status.cause = INCOMPLETE, True, STREAM_FAULT
-        status.details, status.code = status.reason, NO_END
+        status = matcher.incomplete(f"no end event for {silent:.0f} s after seq "
+                                    f"{rec.next_seq - 1} (last status {said})", STREAM_FAULT)
         self.emit(rec, status, out, None, verdict_ts, None)
 
     def finish(self, rec: RunRecord, out: Output, pub: float | None) -> None:
         """The run's end event was fed (its verdict is final): hand a success a known runner
         attested to refinement, keep only what late duplicates need."""
-        matcher = self.runs.matchers.pop(rec.run_id, None)
+        offsets = list(rec.offsets)
+        matcher = self.runs.retire(rec, pub)
         verdict = matcher.status.verdict if matcher and matcher.status else None
         if self.settings.refine and rec.complete and is_success(
                 rec.outcome, verdict, self.settings.refine_on_verdict, rec.runner):
             out.finished.append((rec.task, {"run_id": rec.run_id, "task": rec.task,
                                             "partition": rec.partition,
-                                            "offsets": list(rec.offsets),
+                                            "offsets": offsets,
                                             "outcome": rec.outcome, "verdict": verdict,
                                             "runner": rec.runner,
                                             "model_version": rec.version}))
-        rec.snapshot, rec.offsets = None, []
-        rec.closed_at = pub if pub is not None else rec.closed_at
-        self.runs.dirty.add(rec.run_id)
 
     def after_end(self, rec: RunRecord, out: Output, topic: str) -> None:
         """Events held for a run that has ended go to the DLQ (``after_end``)."""
-        for seq, held in sorted(rec.held.items(), key=lambda item: int(item[0])):
-            source = Source(rec.partition, held["offset"], held["pub"], topic)
-            self.dead(out, rec.run_id.encode(), json.dumps(held["event"]).encode(), source,
-                      "after_end", f"{topic}[{rec.partition}]@{held['offset']}: run "
+        for seq, held in self.runs.drop_held(rec):
+            source = Source(rec.partition, held.offset, held.pub, topic)
+            self.dead(out, rec.run_id.encode(), json.dumps(held.event).encode(), source,
+                      "after_end", f"{topic}[{rec.partition}]@{held.offset}: run "
                       f"{rec.run_id!r} ended before seq {seq} (its verdict is final)")
-        rec.held = {}
 
     def dead(self, out: Output, key: bytes | None, value: bytes | None, source: Source,
              reason: str, error: str) -> None:

@@ -20,7 +20,7 @@ dict in tests; the cache over it: :mod:`stream.judging.runbook`). For each run i
 - leaves silent runs to its timer (:mod:`stream.judging.silence`: deadlines, reorder timeouts).
 
 Crash safety (at-least-once). The app acknowledges a source record (so that Faust may
-commit its offset) only after the runs it changed were written by :meth:`flush` and the
+commit its offset) only after the runs it changed were written by :meth:`RunBook.flush` and the
 verdicts it caused were delivered (:class:`stream.worker.checkpoint.Checkpoint`); a run is written
 once per checkpoint however many of its events came. After a crash the records since the
 last commit come again: a record whose offset the stored run already includes sends again,
@@ -42,12 +42,12 @@ from stream.deadletter import Rejected
 from stream.judging.emitter import Emitter
 from stream.judging.events import Decoded, decode_event
 from stream.judging.metrics import Metrics
-from stream.judging.records import Output, RunRecord, Source, Store, event_digest
+from stream.judging.records import Held, Output, RunRecord, Source, Store, event_digest
 from stream.judging.runbook import RunBook
 from stream.judging.settings import WorkerSettings
 from stream.judging.shadow import ShadowTrials
 from stream.judging.silence import Silence
-from stream.models.attest import CHAIN_START, attested_by, canonical, chain_link
+from stream.models.attest import canonical
 from stream.models.registry import ModelRegistry
 from trustlayer.errors import TraceError
 from trustlayer.judge.faults import feed_checked
@@ -62,13 +62,15 @@ class StreamProcessor:
     Parameters
     ----------
     registry : the models (a run uses the newest version of its task when it starts).
-    store : where run records are kept (see :class:`Store`); written by :meth:`flush`.
+    store : where run records are kept (see :class:`Store`); written by :meth:`RunBook.flush`.
     settings : :class:`~stream.judging.settings.WorkerSettings`.
     metrics : :class:`Metrics` (a private registry if None).
     clock : wall time in seconds (``time.time``); used for latencies and the timer.
 
-    The app calls :meth:`process_batch`, :meth:`tick` (:meth:`Silence.tick`), and the
-    run book's :meth:`flush`, :meth:`delivered`, :meth:`revoke`, :meth:`assign` through it.
+    The worker calls :meth:`process` for each record (with :meth:`read` ahead of it) and
+    :meth:`count` after a batch, :meth:`revoke` and :meth:`assign` on a rebalance; the run
+    book (:attr:`runs`: flush, delivered, confirm) and the timer (:attr:`silence`: tick)
+    directly. Tests and benchmarks use :meth:`process_batch`.
     """
 
     def __init__(self, registry: ModelRegistry, store: Store,
@@ -87,19 +89,9 @@ class StreamProcessor:
             if (model := registry.latest(task)) is not None:
                 self.metrics.model_known(model)
 
-    @property
-    def cache(self) -> dict[str, RunRecord]:
-        """The runs held in memory, by run id."""
-        return self.runs.cache
-
-    @property
-    def active(self) -> set[int] | None:
-        """The partitions assigned (None before the first assignment)."""
-        return self.runs.active
-
     def process_batch(self, records: Iterable[tuple[bytes | None, bytes | None, Source]]) -> Output:
         """Process ``(key, value, source)`` records in order (the runs they change are
-        written to the store by :meth:`flush`) and count them in the metrics."""
+        written to the store by :meth:`RunBook.flush`) and count them in the metrics."""
         out = Output()
         for key, value, source in records:
             self.process(key, value, source, out)
@@ -123,7 +115,7 @@ class StreamProcessor:
 
     def process(self, key: bytes | None, value: bytes | None, source: Source,
                 out: Output | None = None, decoded: Decoded | None = None) -> Output:
-        """Process one record (not yet written to the store: see :meth:`flush`), `decoded`
+        """Process one record (not yet written to the store: see :meth:`RunBook.flush`), `decoded`
         by :meth:`read` if given. A record the worker fails on goes to the DLQ as
         ``internal_error`` (logged with its traceback): one record never stops the others."""
         out = out if out is not None else Output()
@@ -139,40 +131,18 @@ class StreamProcessor:
                               f"{exc})")
         return out
 
-    def tick(self, wall: float | None = None,
-             caught_up: Callable[[int], bool] = lambda partition: True,
-             fetched: Callable[[int], bool] = lambda partition: True) -> Output:
-        """The timer: see :meth:`stream.judging.silence.Silence.tick`."""
-        return self.silence.tick(wall, caught_up, fetched)
-
-    def confirm(self, run_id: str, records: Iterable[dict]) -> None:
-        """The timer's verdicts for `run_id` were delivered: clear them from its outbox."""
-        self.silence.confirm(run_id, records)
-
-    def flush(self, run_ids: Iterable[str] | None = None) -> None:
-        """Write the changed runs to the store: see :meth:`stream.judging.runbook.RunBook.flush`."""
-        self.runs.flush(run_ids)
-
-    def delivered(self, verdicts: Iterable[tuple[str, dict]]) -> None:
-        """These verdicts reached the broker: their runs need not send them again when
-        their records come again after a restart (see :meth:`process`)."""
-        self.runs.delivered(verdicts)
-
     def revoke(self) -> None:
-        """Partitions were taken away: see :meth:`stream.judging.runbook.RunBook.revoke` and
-        :meth:`stream.judging.shadow.ShadowTrials.revoke`."""
+        """Partitions were taken away: the run book writes and forgets its runs
+        (:meth:`~stream.judging.runbook.RunBook.revoke`), the shadow trials their matchers."""
         self.runs.revoke()
         self.shadow.revoke()
 
     def assign(self, partitions: Iterable[int], stored: Iterable[tuple[str, bytes]]) -> Output:
-        """The table was recovered for `partitions`: load their runs from `stored` (key,
-        value) pairs and return the outboxes still to send."""
-        self.silence.reachable_since.clear()
+        """The table was recovered for `partitions`: the run book loads their runs from
+        `stored` (key, value) pairs and returns the outboxes still to send; silence counts
+        afresh."""
+        self.silence.reset()
         return self.runs.assign(partitions, stored)
-
-    def open_runs(self) -> Tally:
-        """Runs without a final verdict, by task."""
-        return self.runs.open_runs()
 
     # -- one record -----------------------------------------------------------------------------
     def _process(self, key: bytes | None, value: bytes | None, source: Source, where: str,
@@ -184,16 +154,15 @@ class StreamProcessor:
         if rec is None:
             if model is None:
                 raise Rejected("no_model", f"{where}: no model for task {event.task!r}")
-            rec = RunRecord(event.run_id, event.task, model.version, source.partition)
-            self.runs.cache[rec.run_id] = rec
-            self.shadow.start(rec)
+            self.runs.add(rec := RunRecord(
+                event.run_id, event.task, model.version, source.partition,
+                shadow_version=self.shadow.start(event.run_id, event.task)))
         seen = event.seq < rec.next_seq or str(event.seq) in rec.held
         if seen and source.partition == rec.partition and source.offset <= rec.last_offset:
             # processed before a restart: send again, unchanged, what it caused then (an
             # event below the offsets processed but never processed itself was skipped by
             # the consumer, a rebalance, and read again after a seek back: judged below)
-            out.verdicts += [(rec.run_id, item["record"]) for item in rec.sent
-                             if item["trigger"] == source.offset]
+            out.verdicts += self.runs.resent(rec, source.offset)
             return
         if event.task != rec.task:
             raise Rejected("wrong_task", f"{where}: task {event.task!r} differs from the run's "
@@ -204,24 +173,22 @@ class StreamProcessor:
         if rec.ended:
             raise Rejected("after_end", f"{where}: run {rec.run_id!r} ended before seq "
                            f"{event.seq} (its verdict is final)")
-        rec.last_offset = max(rec.last_offset, source.offset)
-        self.runs.dirty.add(rec.run_id)
+        self.runs.took(rec, source.offset)
         if event.seq > rec.next_seq:
             self._hold(rec, decoded.obj, len(value or b""), event, source, out)
             return
         self._feed(rec, event, source.offset, source.timestamp, out, trigger=source.offset)
-        while not rec.ended and str(rec.next_seq) in rec.held:
-            held = rec.held.pop(str(rec.next_seq))
+        while (held := self.runs.next_held(rec)) is not None:
             try:
-                early = parse_event(held["event"], source=where, base_dir=self.settings.images_dir,
+                early = parse_event(held.event, source=where, base_dir=self.settings.images_dir,
                                     settings=self.runs.model(rec).settings)
             except TraceError as exc:  # e.g. a referenced screenshot deleted meanwhile
-                self.emitter.dead(out, None, json.dumps(held["event"]).encode(), source,
+                self.emitter.dead(out, None, json.dumps(held.event).encode(), source,
                                   exc.code, str(exc))
                 self.emitter.events_missing(rec, out, source.offset, event.ts, source.timestamp,
                                             f"seq {rec.next_seq} could not be read again")
                 break
-            self._feed(rec, early, held["offset"], held["pub"], out, trigger=source.offset)
+            self._feed(rec, early, held.offset, held.pub, out, trigger=source.offset)
         if rec.ended:
             self.emitter.after_end(rec, out, source.topic)
 
@@ -231,12 +198,11 @@ class StreamProcessor:
         delivery), else a dead letter, and the run's verdict, if not final yet, fails with
         cause ``stream_fault``: which of the two contents happened is unknown."""
         held = rec.held.get(str(event.seq))
-        known = event_digest(canonical(held["event"])) if held else \
+        known = event_digest(canonical(held.event)) if held else \
             rec.digests[event.seq] if event.seq < len(rec.digests) else None
         if known is None or known == event_digest(canonical(obj)):
             return
-        rec.last_offset = max(rec.last_offset, source.offset)
-        self.runs.dirty.add(rec.run_id)
+        self.runs.took(rec, source.offset)
         reused = event.seq == 0
         what = (f"a second run under the used run_id {rec.run_id!r}" if reused else
                 f"seq {event.seq} of run {rec.run_id!r} repeated with other content")
@@ -249,9 +215,8 @@ class StreamProcessor:
 
     def _hold(self, rec: RunRecord, obj: dict, size: int, event: Event, source: Source,
               out: Output) -> None:
-        rec.held[str(event.seq)] = {"offset": source.offset, "pub": source.timestamp,
-                                    "size": size, "event": obj}
-        held_bytes = sum(h["size"] for h in rec.held.values())
+        self.runs.hold(rec, event.seq, Held(source.offset, source.timestamp, size, obj))
+        held_bytes = rec.held_bytes
         if len(rec.held) > self.settings.reorder_window \
                 or held_bytes > self.settings.max_held_bytes:
             self.emitter.events_missing(rec, out, source.offset, event.ts, source.timestamp,
@@ -260,21 +225,7 @@ class StreamProcessor:
 
     def _feed(self, rec: RunRecord, event: Event, offset: int, pub: float, out: Output,
               trigger: int) -> None:
-        rec.next_seq = event.seq + 1
-        if event.seq == 0 and event.meta and isinstance(event.meta.get("agent_version"), str):
-            rec.release = event.meta["agent_version"]
-        body = canonical(event.raw)
-        rec.digests.append(event_digest(body))
-        chain = rec.chain or CHAIN_START
-        if event.kind == "end":
-            rec.runner = attested_by(event.raw, chain, self.settings.runner_keys)
-        else:
-            rec.chain = chain_link(chain, body)
-        if rec.complete:
-            rec.offsets.append(offset)
-        rec.last_ts, rec.last_pub = event.ts, pub
-        if event.kind == "end":
-            rec.ended, rec.outcome = True, event.outcome
+        self.runs.fed(rec, event, offset, pub, self.settings.runner_keys)
         self._fed[rec.task, event.kind] += 1
         limit = self.settings
         if event.seq >= limit.max_run_events and not rec.final:
@@ -286,17 +237,17 @@ class StreamProcessor:
         kept = len(matcher.history)
         status, fault = feed_checked(matcher, event)
         if fault is not None:
-            rec.complete, rec.offsets = False, []
+            self.runs.unlearnable(rec)
             source = Source(rec.partition, offset, pub)
             self.emitter.dead(out, rec.run_id.encode(), None, source, fault.kind,
                               f"{source.topic}[{rec.partition}]@{offset}: run {rec.run_id!r}: "
                               f"{fault.reason}")
         # each new row counted as the JSON object the limit was set for
-        rec.history_bytes += sum(len(json.dumps(entry._asdict()))
-                                 for entry in matcher.history[kept:])
+        history_bytes = self.runs.grew(rec, sum(len(json.dumps(entry._asdict()))
+                                                for entry in matcher.history[kept:]))
         if status.unknown_states > unknown:
             self.metrics.unknown.labels(rec.task).inc(status.unknown_states - unknown)
-        if rec.history_bytes > limit.max_history_bytes and not status.final:
+        if history_bytes > limit.max_history_bytes and not status.final:
             self.emitter.give_up(rec, out, trigger, event.ts, pub, f"run too long: its history "
                                  f"passed {limit.max_history_bytes} bytes at seq {event.seq} "
                                  f"(max_history_bytes)")

@@ -29,8 +29,29 @@ class Output:
 
 
 @dataclass
+class Held:
+    """An event that came before its turn, waiting for the gap to fill: where it was
+    published (`offset`, `pub` time), its size in bytes and the event (JSON)."""
+
+    offset: int
+    pub: float
+    size: int
+    event: dict
+
+
+@dataclass
+class Sent:
+    """A verdict caused by the record at offset `trigger`, kept so that the record, coming
+    again after a restart, sends it again."""
+
+    trigger: int
+    record: dict
+
+
+@dataclass
 class RunRecord:
-    """One run's state in the table (JSON). ``held`` maps seq -> held event; ``digests``
+    """One run's state in the table (JSON), changed by its owner alone
+    (:class:`~stream.judging.runbook.RunBook`). ``held`` maps seq -> held event; ``digests``
     holds the :func:`event_digest` of each event fed, by seq (kept after the run ended:
     a late repeat is compared with it); ``chain`` the chain of the events fed
     (:func:`stream.models.attest.chain_link`) and ``runner`` who attested its end, if anyone;
@@ -44,10 +65,10 @@ class RunRecord:
     last_offset: int = -1
     last_ts: float | None = None
     last_pub: float | None = None
-    held: dict[str, dict] = field(default_factory=dict)
+    held: dict[str, Held] = field(default_factory=dict)
     snapshot: dict | None = None
     last_key: list | None = None
-    sent: list[dict] = field(default_factory=list)
+    sent: list[Sent] = field(default_factory=list)
     outbox: list[dict] = field(default_factory=list)
     final: bool = False
     ended: bool = False
@@ -64,18 +85,26 @@ class RunRecord:
 
     def encode(self) -> bytes:
         # vars(), not dataclasses.asdict(): no deep copy of the snapshot and held events
-        return json.dumps(vars(self), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        data = {**vars(self), "held": {seq: vars(h) for seq, h in self.held.items()},
+                "sent": [vars(item) for item in self.sent]}
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
     @classmethod
     def decode(cls, value: bytes | str | dict) -> RunRecord:
         data = value if isinstance(value, dict) else json.loads(value)
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        kept = {k: v for k, v in data.items() if k in known}
+        kept["held"] = {seq: Held(**h) for seq, h in kept.get("held", {}).items()}
+        kept["sent"] = [Sent(**item) for item in kept.get("sent", [])]
+        return cls(**kept)
 
     @property
     def held_since(self) -> float | None:
-        return min((h["pub"] for h in self.held.values()), default=None)
+        return min((h.pub for h in self.held.values()), default=None)
 
+    @property
+    def held_bytes(self) -> int:
+        return sum(h.size for h in self.held.values())
 
 
 def event_digest(body: bytes) -> str:

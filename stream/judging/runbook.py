@@ -1,11 +1,19 @@
-"""The runs one worker holds: their records cached over the store, their matchers, and what
-a rebalance does to them.
+"""The runs one worker holds, and the one place their state changes: their records cached
+over the store, their matchers, and what feeding, holding, giving up, finalising and a
+rebalance do to them.
 
 A run's :class:`~stream.judging.records.RunRecord` is read from the store when one of its events
 first comes and then kept in memory; :meth:`RunBook.flush` writes the runs changed since
 they were last written, once however many of their events came meanwhile. A run's
 :class:`~trustlayer.judge.matcher.Matcher` is restored from the record's snapshot, on the
 model version the run started with (the newest one if that version is unknown here).
+
+The processor, the emitter, the silence timer and the shadow trials decide *what* happens to
+a run; they ask the run book to do it, and never change a record, a matcher or what is to be
+written themselves. A verdict caused by a record (its offset: the trigger) is kept in the run's
+``sent`` list (the last :attr:`RunBook.SENT_KEPT`) so that the record, coming again after a
+restart, sends it again; one made by the timer (no trigger) waits in the run's ``outbox``
+until :meth:`RunBook.confirm`.
 """
 from __future__ import annotations
 
@@ -14,36 +22,59 @@ from collections import Counter as Tally
 from collections.abc import Iterable
 
 from stream.judging.metrics import Metrics
-from stream.judging.records import Output, RunRecord, Store
+from stream.judging.records import Held, Output, RunRecord, Sent, Store, event_digest
+from stream.models.attest import CHAIN_START, attested_by, canonical, chain_link
 from stream.models.registry import ModelRegistry
 from trustlayer.compare.llm import LLMJudge, judge_for
 from trustlayer.judge.matcher import Matcher
-from trustlayer.judge.resume import restore, snapshot
+from trustlayer.judge.resume import given_up, restore, snapshot
+from trustlayer.judge.status import Status
 from trustlayer.model import Model
+from trustlayer.observe.traces import Event
 
 log = logging.getLogger(__name__)
 
 
 class RunBook:
-    """The runs of the partitions assigned to this worker (``active``; None until the first
-    assignment), their matchers and which of them changed since they were written."""
+    """The runs of the partitions assigned to this worker, their matchers and which of them
+    changed since they were written."""
+
+    SENT_KEPT = 16
 
     def __init__(self, registry: ModelRegistry, store: Store, metrics: Metrics):
         self.registry, self.store, self.metrics = registry, store, metrics
-        self.cache: dict[str, RunRecord] = {}
-        self.matchers: dict[str, Matcher] = {}
-        self.dirty: set[str] = set()
-        self.active: set[int] | None = None
+        self._cache: dict[str, RunRecord] = {}
+        self._matchers: dict[str, Matcher] = {}
+        self._dirty: set[str] = set()
+        self._active: set[int] | None = None  # None until the first assignment
         self._judges: dict[tuple[str, int], LLMJudge | None] = {}
+
+    # -- which runs -------------------------------------------------------------------------------
+    @property
+    def assigned(self) -> bool:
+        """Partitions were assigned (the first assignment's runs are loaded)."""
+        return self._active is not None
 
     def record(self, run_id: str) -> RunRecord | None:
         """The run's record: cached, else read from the store (None for a new run)."""
-        rec = self.cache.get(run_id)
+        rec = self._cache.get(run_id)
         if rec is None:
             value = self.store.get(run_id)
             if value is not None:
-                rec = self.cache[run_id] = RunRecord.decode(value)
+                rec = self._cache[run_id] = RunRecord.decode(value)
         return rec
+
+    def records(self) -> list[RunRecord]:
+        """The runs held in memory."""
+        return list(self._cache.values())
+
+    def active(self, rec: RunRecord) -> bool:
+        """The run's partition is assigned here (all are before the first assignment)."""
+        return self._active is None or rec.partition in self._active
+
+    def add(self, rec: RunRecord) -> None:
+        """A run starts with `rec`."""
+        self._cache[rec.run_id] = rec
 
     def model(self, rec: RunRecord) -> Model:
         """The model version the run started with, or the newest one if it is unknown here."""
@@ -59,12 +90,12 @@ class RunBook:
 
     def matcher(self, rec: RunRecord) -> Matcher:
         """The run's matcher, restored from its record's snapshot when not in memory."""
-        matcher = self.matchers.get(rec.run_id)
+        matcher = self._matchers.get(rec.run_id)
         if matcher is None:
             model = self.model(rec)
             matcher = (restore(model, rec.snapshot, self._judge(model))
                        if rec.snapshot else Matcher(model, self._judge(model)))
-            self.matchers[rec.run_id] = matcher
+            self._matchers[rec.run_id] = matcher
         return matcher
 
     def _judge(self, model: Model) -> LLMJudge | None:
@@ -73,48 +104,146 @@ class RunBook:
             self._judges[key] = judge_for(model.settings.llm)
         return self._judges[key]
 
-    def flush(self, run_ids: Iterable[str] | None = None) -> None:
-        """Write the runs changed since they were last written (all, or those of `run_ids`)
-        to the store: once per run however many of its events came meanwhile."""
-        for run_id in sorted(self.dirty if run_ids is None else self.dirty & set(run_ids)):
-            self.dirty.discard(run_id)
-            rec = self.cache.get(run_id)
-            if rec is None:
-                continue
-            matcher = self.matchers.get(run_id)
-            if matcher is not None:
-                rec.snapshot = snapshot(matcher)
-            self.store.put(run_id, rec.partition, rec.encode())
+    # -- one run's events -------------------------------------------------------------------------
+    def took(self, rec: RunRecord, offset: int) -> None:
+        """The record at `offset` changed the run: written at the next :meth:`flush`."""
+        rec.last_offset = max(rec.last_offset, offset)
+        self._dirty.add(rec.run_id)
+
+    def resent(self, rec: RunRecord, offset: int) -> list[tuple[str, dict]]:
+        """The verdicts the record at `offset` caused before, to send again unchanged."""
+        return [(rec.run_id, item.record) for item in rec.sent if item.trigger == offset]
+
+    def hold(self, rec: RunRecord, seq: int, held: Held) -> None:
+        """Event `seq` came before its turn: keep it until the gap fills."""
+        rec.held[str(seq)] = held
+
+    def next_held(self, rec: RunRecord) -> Held | None:
+        """The held event whose turn came, taken out of the held ones (None if it did not come)."""
+        return None if rec.ended else rec.held.pop(str(rec.next_seq), None)
+
+    def drop_held(self, rec: RunRecord) -> list[tuple[int, Held]]:
+        """Forget the held events (their run ended or failed): returned by seq. An end
+        among them ends the run: nothing more will come."""
+        dropped = sorted(((int(seq), held) for seq, held in rec.held.items()),
+                         key=lambda item: item[0])
+        if any(held.event.get("kind") == "end" for _, held in dropped):
+            rec.ended = True
+        rec.held = {}
+        return dropped
+
+    def fed(self, rec: RunRecord, event: Event, offset: int, pub: float,
+            runner_keys: dict[str, bytes]) -> None:
+        """`event`, published at offset `offset` and time `pub`, is the run's next: its
+        digest, its link in the run's chain (or who attested the end), its release."""
+        rec.next_seq = event.seq + 1
+        if event.seq == 0 and event.meta and isinstance(event.meta.get("agent_version"), str):
+            rec.release = event.meta["agent_version"]
+        body = canonical(event.raw)
+        rec.digests.append(event_digest(body))
+        chain = rec.chain or CHAIN_START
+        if event.kind == "end":
+            rec.runner = attested_by(event.raw, chain, runner_keys)
+        else:
+            rec.chain = chain_link(chain, body)
+        if rec.complete:
+            rec.offsets.append(offset)
+        rec.last_ts, rec.last_pub = event.ts, pub
+        if event.kind == "end":
+            rec.ended, rec.outcome = True, event.outcome
+
+    def grew(self, rec: RunRecord, size: int) -> int:
+        """The run's history grew by `size` bytes: its size now."""
+        rec.history_bytes += size
+        return rec.history_bytes
+
+    def unlearnable(self, rec: RunRecord) -> None:
+        """The run is not learned from (its stream failed it, or it is incomplete)."""
+        rec.complete, rec.offsets = False, []
+
+    # -- one run's verdicts -----------------------------------------------------------------------
+    def give_up(self, rec: RunRecord, reason: str, cause: str) -> Status:
+        """Fail the run for good for `reason`, outside what it showed: its new status."""
+        failed = given_up(self.matcher(rec), rec.next_seq - 1 if rec.next_seq else None,
+                          reason, cause, rec.run_id, rec.task)
+        self._matchers[rec.run_id] = failed
+        return failed.current
+
+    def verdict(self, rec: RunRecord, key: list, record: dict, trigger: int | None) -> None:
+        """The run's verdict `record` (status and finality: `key`) is to be sent: kept in
+        ``sent`` for its `trigger`, or in the outbox until confirmed when the timer made it."""
+        rec.last_key = key
+        if trigger is None:
+            rec.outbox.append(record)
+        else:
+            rec.sent = (rec.sent + [Sent(trigger, record)])[-self.SENT_KEPT:]
+        self._dirty.add(rec.run_id)
+
+    def finalise(self, rec: RunRecord, at: float) -> None:
+        """The run's verdict became final at time `at`."""
+        rec.final, rec.closed_at = True, at
+
+    def retire(self, rec: RunRecord, at: float | None) -> Matcher | None:
+        """The run's end was fed (at time `at`, if known): its matcher (returned) and
+        snapshot are no longer needed, only what late duplicates need is kept."""
+        matcher = self._matchers.pop(rec.run_id, None)
+        rec.snapshot, rec.offsets = None, []
+        rec.closed_at = at if at is not None else rec.closed_at
+        self._dirty.add(rec.run_id)
+        return matcher
+
+    def confirm(self, run_id: str, records: Iterable[dict]) -> None:
+        """The timer's verdicts for `run_id` were delivered: clear them from its outbox."""
+        rec = self._cache.get(run_id)
+        if rec is None:
+            return
+        done = list(records)
+        rec.outbox = [r for r in rec.outbox if r not in done]
+        self._dirty.add(run_id)
 
     def delivered(self, verdicts: Iterable[tuple[str, dict]]) -> None:
         """These verdicts reached the broker: their runs need not send them again when
         their records come again after a restart."""
         for run_id, record in verdicts:
-            rec = self.cache.get(run_id)
+            rec = self._cache.get(run_id)
             if rec is not None and rec.sent:
-                rec.sent = [item for item in rec.sent if item["record"] is not record]
+                rec.sent = [item for item in rec.sent if item.record is not record]
+
+    # -- the store and rebalances -----------------------------------------------------------------
+    def flush(self, run_ids: Iterable[str] | None = None) -> None:
+        """Write the runs changed since they were last written (all, or those of `run_ids`)
+        to the store: once per run however many of its events came meanwhile."""
+        for run_id in sorted(self._dirty if run_ids is None else self._dirty & set(run_ids)):
+            self._dirty.discard(run_id)
+            rec = self._cache.get(run_id)
+            if rec is None:
+                continue
+            matcher = self._matchers.get(run_id)
+            if matcher is not None:
+                rec.snapshot = snapshot(matcher)
+            self.store.put(run_id, rec.partition, rec.encode())
 
     def forget(self, rec: RunRecord) -> None:
         """Drop the run, here and in the store."""
-        self.cache.pop(rec.run_id, None)
-        self.matchers.pop(rec.run_id, None)
-        self.dirty.discard(rec.run_id)
+        self._cache.pop(rec.run_id, None)
+        self._matchers.pop(rec.run_id, None)
+        self._dirty.discard(rec.run_id)
         self.store.put(rec.run_id, rec.partition, None)
 
     def revoke(self) -> None:
         """Partitions were taken away: write the runs changed since the last checkpoint and
         forget the cached runs (the store keeps them)."""
         self.flush()
-        self.cache.clear()
-        self.matchers.clear()
-        self.active = set()
+        self._cache.clear()
+        self._matchers.clear()
+        self._active = set()
 
     def assign(self, partitions: Iterable[int], stored: Iterable[tuple[str, bytes]]) -> Output:
         """The table was recovered for `partitions`: load their runs from `stored` (key,
         value) pairs and return the outboxes still to send."""
-        self.active = set(partitions)
-        self.cache.clear()
-        self.matchers.clear()
+        self._active = active = set(partitions)
+        self._cache.clear()
+        self._matchers.clear()
         out = Output()
         for run_id, value in stored:
             try:
@@ -122,15 +251,15 @@ class RunBook:
             except (ValueError, TypeError):
                 log.warning("run %s: unreadable record in the table, ignored", run_id)
                 continue
-            if rec.partition in self.active:
-                self.cache[run_id] = rec
+            if rec.partition in active:
+                self._cache[run_id] = rec
                 out.verdicts += [(run_id, record) for record in rec.outbox]
         self.export_open_runs()
         return out
 
     def open_runs(self) -> Tally:
         """Runs without a final verdict, by task."""
-        return Tally(rec.task for rec in self.cache.values() if not rec.final)
+        return Tally(rec.task for rec in self._cache.values() if not rec.final)
 
     def export_open_runs(self) -> None:
         counts = self.open_runs()

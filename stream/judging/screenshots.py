@@ -2,15 +2,14 @@
 up the events of other partitions.
 
 Decoding a large screenshot takes the CPU for a second or more; done in the worker's event
-loop it held the consumer's heartbeats, fetches and timers (a 2 GB file, read whole, blocked
-the loop for 20 s and the group expired the worker's session), and every event fetched
-after it waited. The judge reads each fetched record ahead (:class:`ReadAhead`) and decodes
-a screenshot larger than a screen in a child process (:class:`Decoder`); a record whose
-screenshot is still decoding waits, with the later records of its partition (their order,
-and the order of their acknowledgements, is kept), while other partitions' records are
-judged. A screenshot still decoding ``budget`` seconds after it started is marked
-failed, and its event then ends its run with cause ``stream_fault`` (its process finishes
-in the background, unused).
+loop it would hold the consumer's heartbeats, fetches and timers (long enough for the group
+to expire the worker's session), and every event fetched after it would wait. The judge
+reads each fetched record ahead (:class:`ReadAhead`) and decodes a screenshot larger than a
+screen in a child process (:class:`Decoder`); a record whose screenshot is still decoding
+waits, with the later records of its partition (their order, and the order of their
+acknowledgements, is kept), while other partitions' records are judged. A screenshot still
+decoding ``budget`` seconds after it started is marked failed, and its event then ends its
+run with cause ``stream_fault`` (its process finishes in the background, unused).
 """
 from __future__ import annotations
 
@@ -26,10 +25,10 @@ from trustlayer.observe.fingerprints import SIGNATURE_SIDE
 from trustlayer.observe.images import ImageRef, Pixels, decode_gray
 from trustlayer.observe.traces import Event
 
-#: Pixels of the largest screenshot decoded in the judge's turn: a 1366x768 RGB screenshot
-#: decodes in 13 ms, a 1920x1080 one in 26 ms (the loop's other work waits meanwhile); a
-#: process took 1.5 ms more for each of jupyter-dev's 1024x640 screenshots and, with its
-#: threads' hand-overs, doubled a good run's verdict latency (docs/benchmarks.md).
+#: Pixels of the largest screenshot decoded in the judge's turn: up to a common screen's
+#: size a decode is short enough for the loop's other work to wait, while the hand-over to
+#: a process costs more than it saves (figures: docs/benchmarks.md, "A good run behind 30
+#: heavy screenshots").
 INLINE_PIXELS = 1_100_000
 
 
@@ -44,10 +43,10 @@ class Decoder:
     size), each within `budget` seconds.
 
     Processes, not threads: a decoding thread takes the GIL for Pillow's Python parts and
-    slowed the event loop's own work by half (measured: docs/benchmarks.md). `slots` is the
-    pool's size: a screenshot's budget starts when a process takes it, not while it waits
-    for one. A pool whose process died (killed, out of memory) fails the screenshot it
-    decoded, and the next screenshot gets a new pool.
+    slows the event loop's own work (docs/benchmarks.md). `slots` is the pool's size: a
+    screenshot's budget starts when a process takes it, not while it waits for one. A pool
+    whose process died (killed, out of memory) fails the screenshot it decoded, and the next
+    screenshot gets a new pool.
     """
 
     def __init__(self, budget: float, pools: Callable[[int], Executor], slots: int):

@@ -46,12 +46,14 @@ class ShadowTrials:
         self.compared: dict[tuple[str, int], int] = {}
         self.decided: set[tuple[str, int]] = set()  # trials this worker ended
 
-    def start(self, rec: RunRecord) -> None:
-        """A run starts: judge it in shadow too if its task has a version on trial."""
-        shadow = self.registry.shadow(rec.task)
-        if shadow is not None:
-            rec.shadow_version = shadow.version
-            self.matchers[rec.run_id] = Matcher(shadow)
+    def start(self, run_id: str, task: str) -> int | None:
+        """A run starts: judge it in shadow too if its task has a version on trial (its
+        version is returned, for the run's record)."""
+        shadow = self.registry.shadow(task)
+        if shadow is None:
+            return None
+        self.matchers[run_id] = Matcher(shadow)
+        return shadow.version
 
     def revoke(self) -> None:
         """Partitions were taken away: a run that comes back (to this worker or another)

@@ -13,7 +13,7 @@ them get their whole deadline again, rather than failing all at once.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 
 from stream.judging.emitter import Emitter
@@ -42,19 +42,19 @@ class Silence:
         processed (a worker behind its backlog must not call runs silent); `fetched(
         partition)`: the consumer fetched from it lately (the broker answers). A run's clock
         is its last event's ``ts`` plus its silence (see the module doc). Verdicts made here
-        go to the run's outbox: flush the runs, wait for the store, send them, then
-        :meth:`confirm` them. Also drops finished runs older than ``retention``.
+        go to the run's outbox: flush the runs, wait for the store, send them, then confirm
+        them (:meth:`RunBook.confirm`). Also drops finished runs older than ``retention``.
         """
         wall = self.clock() if wall is None else wall
         out = Output()
         runs = self.runs
-        for partition in {rec.partition for rec in runs.cache.values()}:
+        for partition in {rec.partition for rec in runs.records()}:
             if fetched(partition):
                 self.reachable_since.setdefault(partition, wall)
             else:
                 self.reachable_since.pop(partition, None)
-        for rec in list(runs.cache.values()):
-            if runs.active is not None and rec.partition not in runs.active:
+        for rec in runs.records():
+            if not runs.active(rec):
                 continue
             if rec.final:
                 if rec.closed_at is not None and wall - rec.closed_at > self.settings.retention \
@@ -108,14 +108,9 @@ class Silence:
             return self.settings.end_silence
         return learned_silence(self.runs.model(rec))
 
-    def confirm(self, run_id: str, records: Iterable[dict]) -> None:
-        """The timer's verdicts for `run_id` were delivered: clear them from its outbox."""
-        rec = self.runs.cache.get(run_id)
-        if rec is None:
-            return
-        done = list(records)
-        rec.outbox = [r for r in rec.outbox if r not in done]
-        self.runs.dirty.add(run_id)
+    def reset(self) -> None:
+        """Partitions were assigned: every one's silence counts from its first fetch here."""
+        self.reachable_since.clear()
 
 
 def run_clock(rec: RunRecord, wall: float, since: float) -> float:
@@ -124,5 +119,5 @@ def run_clock(rec: RunRecord, wall: float, since: float) -> float:
     clock shared with runners)."""
     if rec.last_pub is not None and rec.last_ts is not None:
         return rec.last_ts + (wall - max(rec.last_pub, since))
-    first = min(rec.held.values(), key=lambda h: h["pub"])
-    return first["event"]["ts"] + (wall - max(first["pub"], since))
+    first = min(rec.held.values(), key=lambda h: h.pub)
+    return first.event["ts"] + (wall - max(first.pub, since))

@@ -43,6 +43,17 @@ PRODUCER_BUFFER = 10_000
 def create_app(cfg: WorkerConfig, datadir: Path | None = None) -> tuple[faust.App, Runtime]:
     """The Faust app for `cfg` and the runtime state its agents share; Faust's data
     directory is `datadir` (its default is ``<app id>-data`` in the working directory)."""
+    app = faust_app(cfg, datadir)
+    topics = declare_topics(app, cfg)
+    runs, training = declare_tables(app, cfg)
+    rt = Runtime(cfg, app, topics, (runs, training))
+    app.service(rt.models)
+    wire(app, rt, topics, runs, training)
+    return app, rt
+
+
+def faust_app(cfg: WorkerConfig, datadir: Path | None) -> faust.App:
+    """The Faust app with `cfg`'s settings and the worker's transport (no topics yet)."""
     app = faust.App(
         cfg.app_id,
         **({"datadir": str(datadir)} if datadir is not None else {}),
@@ -72,9 +83,14 @@ def create_app(cfg: WorkerConfig, datadir: Path | None = None) -> tuple[faust.Ap
     # waited for them by itself: the stop cost throughput (docs/benchmarks.md)
     app.producer.buffer.max_messages = PRODUCER_BUFFER
     app.transport = transport.WorkerTransport(app.conf.broker_consumer, app)  # (see there)
+    return app
+
+
+def declare_topics(app: faust.App, cfg: WorkerConfig) -> dict[str, Any]:
+    """The worker's Faust topics, raw bytes in and out, by role."""
     names = cfg.topics
     raw = dict(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
-    topics = {
+    return {
         "events": app.topic(names.events, partitions=cfg.partitions, **raw),
         "verdicts": app.topic(names.verdicts, partitions=cfg.partitions, **raw),
         "dlq": app.topic(names.dlq, partitions=cfg.partitions, **raw),
@@ -82,9 +98,10 @@ def create_app(cfg: WorkerConfig, datadir: Path | None = None) -> tuple[faust.Ap
         "finished": app.topic(cfg.finished_topic, partitions=cfg.partitions, internal=True,
                               **raw),
     }
-    runs, training = declare_tables(app, cfg)
-    rt = Runtime(cfg, app, topics, (runs, training))
-    app.service(rt.models)
+
+
+def wire(app: faust.App, rt: Runtime, topics: dict[str, Any], runs: Any, training: Any) -> None:
+    """Connect the agents, timers and table callbacks of `app` to `rt`'s methods."""
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
@@ -102,25 +119,23 @@ def create_app(cfg: WorkerConfig, datadir: Path | None = None) -> tuple[faust.Ap
     async def on_training_recovered() -> None:
         rt.training_recovered()
 
-    app.consumer.fetch_sinks[names.events] = rt.fetched.put  # (see stream.worker.transport)
+    app.consumer.fetch_sinks[rt.cfg.topics.events] = rt.fetched.put  # (stream.worker.transport)
 
     @app.agent(topics["events"])
     async def judge(stream: Any) -> None:  # the agent subscribes the topic
         await restart_on_error(rt, "the judge", rt.judge())
 
-    @app.timer(cfg.commit_interval)
+    @app.timer(rt.cfg.commit_interval)
     async def checkpoint() -> None:
         await restart_on_error(rt, "the checkpoint", rt.checkpoint.settle())
 
-    @app.timer(cfg.tick_interval)
+    @app.timer(rt.cfg.tick_interval)
     async def tick() -> None:
         await restart_on_error(rt, "the timer", rt.tick())
 
     @app.agent(topics["finished"])
     async def refine(stream: Any) -> None:
         await rt.refine(stream)
-
-    return app, rt
 
 
 async def restart_on_error(rt: Runtime, what: str, work: Awaitable) -> None:

@@ -14,8 +14,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
-from stream.judging.processor import StreamProcessor
 from stream.judging.records import Output
+from stream.judging.runbook import RunBook
 
 
 class Settling(Protocol):
@@ -27,9 +27,10 @@ class Settling(Protocol):
 class Checkpoint:
     """Events processed but not yet acknowledged, and what their processing sent."""
 
-    def __init__(self, processor: StreamProcessor, store: Settling, ack: Callable[[Any], Any]):
-        """`ack` acknowledges one event (Faust's ``consumer.ack(message)``)."""
-        self.processor, self.store, self.ack = processor, store, ack
+    def __init__(self, runs: RunBook, store: Settling, ack: Callable[[Any], Any]):
+        """`runs`' changes are written to `store`; `ack` acknowledges one event (Faust's
+        ``consumer.ack(message)``)."""
+        self.runs, self.store, self.ack = runs, store, ack
         self.events: list[Any] = []
         self.sends: list[Awaitable] = []
         self.verdicts: list[tuple[str, dict]] = []
@@ -45,9 +46,9 @@ class Checkpoint:
         events; returns how many were acknowledged."""
         events, sends, verdicts = self.events, self.sends, self.verdicts
         self.events, self.sends, self.verdicts = [], [], []
-        self.processor.flush()
+        self.runs.flush()
         await asyncio.gather(self.store.settled(), *sends)
-        self.processor.delivered(verdicts)
+        self.runs.delivered(verdicts)
         for event in events:
             self.ack(event)
         return len(events)

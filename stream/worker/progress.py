@@ -23,6 +23,14 @@ class Progress:
         self.progress: dict[TopicPartition, float] = {}
         self.busy: set[TopicPartition] = set()
         self.assigned = False
+        self._decoding: set[TopicPartition] = set()
+
+    def decoding(self, tps: set[TopicPartition]) -> None:
+        """`tps` wait for a screenshot being decoded (a decoding is progress): they are busy,
+        and the partitions that waited before but no longer do are not."""
+        self.busy.difference_update(self._decoding - tps)
+        self.busy.update(tps)
+        self._decoding = tps
 
     def reset(self, tps: list[TopicPartition], start: dict[TopicPartition, int]) -> None:
         """`tps` were assigned, to be read from `start`: offsets processed of partitions

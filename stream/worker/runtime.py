@@ -110,7 +110,7 @@ class Runtime:
         self.metrics = Metrics()
         self.store = TableStore(tables[0])
         self.processor = StreamProcessor(self.registry, self.store, cfg.settings, self.metrics)
-        self.checkpoint = Checkpoint(self.processor, self.store, lambda m: app.consumer.ack(m))
+        self.checkpoint = Checkpoint(self.processor.runs, self.store, lambda m: app.consumer.ack(m))
         self.fetched = FetchedEvents(lambda: app.consumer, lambda: app.consumer_generation_id,
                                      cfg.fetch_buffer_bytes, self.metrics.fetch_pauses)
         self.outlets = Outlets(topics["verdicts"], topics["dlq"], topics["finished"])
@@ -126,7 +126,6 @@ class Runtime:
         self.read_ahead = ReadAhead(
             lambda message: self.processor.read(message.key, message.value,
                                                 source_of(message)), self.decoder)
-        self.decoding: set[TopicPartition] = set()  # partitions waiting for a screenshot
         refiner = Refiner(self.registry, cfg.drop_after, cfg.settings.refine_on_verdict,
                           learner=self.learner, runner_keys=cfg.settings.runner_keys)
         self.training = TrainingRuns(cfg, self.registry, TableStore(tables[1]), refiner,
@@ -146,31 +145,18 @@ class Runtime:
         records to :attr:`fetched`)."""
         await self.ready.wait()
         log.info("judging events")
-        events_topic = self.cfg.topics.events
         while True:
             # Records of a partition revoked while they were judged are processed to the
             # end: their offsets are not committed, the new owner processes them again, and
             # both give the same verdicts and table records (processing is deterministic).
             batch = await self.fetched.take(self.cfg.batch_max)
-            judged: list[Any] = []
-            waiting: list[Any] = []
-            out = Output()
-            for message in within_turn(batch, time.monotonic() + JUDGE_TURN, judged, waiting,
-                                       self.read_ahead.ready):
-                self.processor.process(message.key, message.value, source_of(message), out,
-                                       self.read_ahead.take(message))
-            self.processor.count()
+            judged, waiting, out = self._judge_turn(batch)
             self.fetched.put_back(waiting)
-            decoding = {TopicPartition(events_topic, m.partition) for m in waiting}
-            self.progress.busy.difference_update(self.decoding - decoding)
-            self.progress.busy.update(decoding)  # a screenshot decoding is progress
-            self.decoding = decoding
+            self.progress.decoding({self._events_tp(m) for m in waiting})
             for model in out.models:  # a shadow trial ended (stream.judging.shadow)
                 await self.models.publish(model)
             self.checkpoint.add(judged, out, await self.outlets.send(out))
-            now = time.monotonic()
-            for m in judged:
-                self.progress.done(TopicPartition(events_topic, m.partition), m.offset, now)
+            self._processed(judged)
             if not judged:  # only records whose screenshots are decoding: on when one
                 # is decoded, or when records come that may be of other partitions (not
                 # after the decoding: a screenshot takes up to decode_budget seconds)
@@ -179,6 +165,28 @@ class Runtime:
             # verdicts just judged), the fetching and the timers would wait until the
             # judge had emptied the fetch buffer (up to 4,096 records, seconds of work)
             await asyncio.sleep(0)
+
+    def _judge_turn(self, batch: list[Any]) -> tuple[list[Any], list[Any], Output]:
+        """Judge `batch`'s records for one turn (:data:`JUDGE_TURN`): those judged, those
+        left waiting (the turn ended, or a screenshot is decoding) and what judging made."""
+        judged: list[Any] = []
+        waiting: list[Any] = []
+        out = Output()
+        for message in within_turn(batch, time.monotonic() + JUDGE_TURN, judged, waiting,
+                                   self.read_ahead.ready):
+            self.processor.process(message.key, message.value, source_of(message), out,
+                                   self.read_ahead.take(message))
+        self.processor.count()
+        return judged, waiting, out
+
+    def _processed(self, judged: list[Any]) -> None:
+        """The `judged` records count as progress of their partitions (the stall guard)."""
+        now = time.monotonic()
+        for message in judged:
+            self.progress.done(self._events_tp(message), message.offset, now)
+
+    def _events_tp(self, message: Any) -> TopicPartition:
+        return TopicPartition(self.cfg.topics.events, message.partition)
 
     async def refine(self, stream: Any) -> None:
         """The ``refine`` agent: one finished run at a time (see :mod:`stream.worker.training`)."""
@@ -190,19 +198,20 @@ class Runtime:
         """The timer: watch the consumer, then fail silent runs; their verdicts are stored
         in the runs' outboxes before they are sent, and confirmed once delivered."""
         if not self.ready.is_set() or self.watchdog.topics_missing() or \
-                self.processor.active is None:
+                not self.processor.runs.assigned:
             return
         await self.watchdog.unstall()
-        out = self.processor.tick(caught_up=self.watchdog.caught_up,
+        out = self.processor.silence.tick(caught_up=self.watchdog.caught_up,
                                   fetched=self.watchdog.fetched)
         if out.verdicts:
             timed = [run_id for run_id, _ in out.verdicts]
-            self.processor.flush(timed)
+            runs = self.processor.runs
+            runs.flush(timed)
             await self.store.settled()  # outboxes stored before their verdicts go
             await asyncio.gather(*await self.outlets.send(out))
             for run_id, record in out.verdicts:
-                self.processor.confirm(run_id, [record])
-            self.processor.flush(timed)
+                runs.confirm(run_id, [record])
+            runs.flush(timed)
             await self.store.settled()
 
     async def runs_recovered(self) -> None:
@@ -219,7 +228,7 @@ class Runtime:
         out = self.processor.assign(partitions, self.store.items())
         await asyncio.gather(*await self.outlets.send(out))
         print(f"trustlayer worker ready: {cfg.app_id} partitions {sorted(partitions)} "
-              f"open runs {sum(self.processor.open_runs().values())}", flush=True)
+              f"open runs {sum(self.processor.runs.open_runs().values())}", flush=True)
 
     def training_recovered(self) -> None:
         """The ``training`` table was recovered: its runs of this worker's partitions."""

@@ -116,11 +116,10 @@ class _WorkerConsumerThread(faust_kafka.AIOKafkaConsumerThread):
         the partitions nothing was committed for yet: those start again at their beginning,
         where the group started (``auto_offset_reset="earliest"``). aiokafka seeks only to a
         committed offset above 0 and leaves the others where fetching got to, past the
-        records Faust dropped while the rebalance went on: a worker of a new group that kept
-        a partition lost the first events of its runs, held every later one and failed the
-        runs as missing events (two workers started together on a backlog, as
-        benchmarks/stream_throughput.py does: one of them fed no event in 13 runs of 23).
-        Tables' changelogs are left to Faust's recovery."""
+        records Faust dropped while the rebalance went on. A worker of a new group that kept
+        a partition would then never read the first events of its runs, hold every later
+        one and fail the runs as missing events (docs/benchmarks.md, "Why the worker's
+        settings are what they are"). Tables' changelogs are left to Faust's recovery."""
         return await self.call_thread(self._seek_to_committed)
 
     async def _seek_to_committed(self) -> dict[TopicPartition, int | None]:
@@ -161,8 +160,8 @@ class _WorkerConsumer(faust_kafka.Consumer):
         # Each message holds the generation it was fetched in (as Faust's getmany counts it:
         # after the fetch). Not the one this call began in: it waits out a whole rebalance
         # for flow to resume, and the records it then fetches, from the new generation's
-        # seek, would be dropped and never read again (runs failed as missing their first
-        # events, one test run in nine).
+        # seek, would be dropped and never read again: their runs would fail as missing
+        # their first events.
         generation = self.app.consumer_generation_id
         for topic, messages in taken.items():
             sinks[topic]([message for message in messages

@@ -48,7 +48,7 @@ def test_events_are_acknowledged_after_their_runs_are_written_and_verdicts_deliv
         store = SlowStore()
         processor = StreamProcessor(registry, store, WorkerSettings(refine=False))
         acked = Acks(store)
-        checkpoint = Checkpoint(processor, store, acked)
+        checkpoint = Checkpoint(processor.runs, store, acked)
         records = as_records(interleave([list(r) for r in example_events()]))
         loop = asyncio.get_running_loop()
         sends = []
@@ -66,6 +66,6 @@ def test_events_are_acknowledged_after_their_runs_are_written_and_verdicts_deliv
             future.set_result(None)
         assert await settling == len(records)
         assert acked == [source.offset for *_, source in records]
-        assert all(rec.sent == [] for rec in processor.cache.values())  # nothing to resend
+        assert all(rec.sent == [] for rec in processor.runs.records())  # nothing to resend
 
     asyncio.run(run())

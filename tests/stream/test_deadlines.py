@@ -58,7 +58,7 @@ def test_events_a_little_slower_than_every_successful_run_do_not_fail_the_run():
         record[2].timestamp = pub
         verdicts += p.process_batch([record]).verdicts
         for tick in (0.5, 1.0, 1.5):
-            verdicts += p.tick(pub + tick).verdicts
+            verdicts += p.silence.tick(pub + tick).verdicts
     [final] = finals(verdicts)[run[0]["run_id"]]
     assert final["verdict"] == batch_verdicts()[run[0]["run_id"]]["verdict"]
     assert "not reached within" not in final["reason"] and "lasted" not in final["reason"]
@@ -71,15 +71,15 @@ def test_time_the_broker_was_away_does_not_count_and_quiet_runs_are_not_failed_a
     away, always = processor(model()), processor(model())
     for p in (away, always):
         p.process_batch(records)
-        assert not p.tick(5000.0).verdicts
+        assert not p.silence.tick(5000.0).verdicts
     up = lambda partition: True  # noqa: E731
     down = lambda partition: False  # noqa: E731
     for wall in range(5001, 6000, 7):  # the broker away for a thousand seconds
-        assert not away.tick(float(wall), fetched=down).verdicts
+        assert not away.silence.tick(float(wall), fetched=down).verdicts
     back = 6000.0
-    assert not away.tick(back, fetched=up).verdicts
-    assert not away.tick(back + DEADLINE_FLOOR - 1, fetched=up).verdicts
+    assert not away.silence.tick(back, fetched=up).verdicts
+    assert not away.silence.tick(back + DEADLINE_FLOOR - 1, fetched=up).verdicts
     # a worker whose broker never went away has failed them all by then
-    assert len(finals(always.tick(back + DEADLINE_FLOOR - 1).verdicts)) == len(runs)
-    late = finals(away.tick(back + 1e5, fetched=up).verdicts)
+    assert len(finals(always.silence.tick(back + DEADLINE_FLOOR - 1).verdicts)) == len(runs)
+    late = finals(away.silence.tick(back + 1e5, fetched=up).verdicts)
     assert len(late) == len(runs)  # truly silent runs still fail in the end

@@ -39,10 +39,10 @@ def test_a_run_without_its_end_is_finalised_as_incomplete_with_its_last_status()
     [last] = [record for _, record in out.verdicts][-1:]
     assert not last["final"] and last["status"] == "passed"  # it reached its last state
     silence = learned_silence(model())
-    assert proc.tick(PUB).verdicts == []  # the worker's first tick with the partition
-    assert proc.tick(PUB + silence - 1).verdicts == []
-    assert proc.tick(PUB + silence + 1, caught_up=lambda partition: False).verdicts == []
-    [(run_id, final)] = proc.tick(PUB + silence + 1).verdicts
+    assert proc.silence.tick(PUB).verdicts == []  # the worker's first tick with the partition
+    assert proc.silence.tick(PUB + silence - 1).verdicts == []
+    assert proc.silence.tick(PUB + silence + 1, caught_up=lambda partition: False).verdicts == []
+    [(run_id, final)] = proc.silence.tick(PUB + silence + 1).verdicts
     assert (run_id, final["verdict"], final["status"], final["final"]) == \
         ("open", "incomplete", "incomplete", True)
     assert final["reason"].startswith(f"no end event for {silence + 1:.0f} s after seq "
@@ -57,6 +57,6 @@ def test_a_run_without_its_end_is_finalised_as_incomplete_with_its_last_status()
 def test_the_silence_can_be_configured():
     proc = processor(end_silence=5.0)
     proc.process_batch(as_records(without_end("short"), pub=PUB))
-    assert proc.tick(PUB).verdicts == proc.tick(PUB + 4).verdicts == []
-    [(_, final)] = proc.tick(PUB + 6).verdicts
+    assert proc.silence.tick(PUB).verdicts == proc.silence.tick(PUB + 4).verdicts == []
+    [(_, final)] = proc.silence.tick(PUB + 6).verdicts
     assert final["verdict"] == "incomplete"

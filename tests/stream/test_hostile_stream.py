@@ -121,7 +121,7 @@ def test_events_after_the_end_go_to_the_dlq_and_the_verdict_stays():
     assert out.verdicts == []
     assert [r["reason"] for _, r in out.dlq] == ["after_end"] * 3
     assert "ended before seq" in out.dlq[0][1]["error"]
-    p.flush()  # what the checkpoint does
+    p.runs.flush()  # what the checkpoint does
     record = json.loads(p.store[end["run_id"]])
     assert record["final"] and record["ended"] and record["last_key"] == \
         [verdict["status"], True]
@@ -193,7 +193,7 @@ def test_a_run_whose_record_would_outgrow_the_table_fails_and_stays_failed(size)
     out = p.process_batch(as_records(run[:at] + [giant]))
     [final] = finals(out.verdicts)[run[0]["run_id"]]
     assert final["verdict"] == "fail" and final["reason"].startswith("run too long")
-    p.flush()
+    p.runs.flush()
     assert len(p.store[run[0]["run_id"]]) < MAX_MESSAGE_BYTES
     rest = p.process_batch(as_records(run[at + 1:], start_offset=at + 1))
     assert rest.verdicts == [] and rest.dlq == []

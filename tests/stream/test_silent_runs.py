@@ -24,7 +24,7 @@ def processor(store=None, clock=time.time, **settings) -> StreamProcessor:
 def silent_verdicts(p: StreamProcessor, start: float, **tick):
     """The timer's verdicts of `p`, ticked every second from `start` until a final one."""
     for wall in range(int(start), int(start) + 3600):
-        for verdict in p.tick(float(wall), **tick).verdicts:
+        for verdict in p.silence.tick(float(wall), **tick).verdicts:
             yield verdict
             if verdict[1]["final"]:
                 return
@@ -58,12 +58,12 @@ def test_a_run_that_stays_silent_ends_incomplete_and_its_verdict_waits_in_the_ou
     assert rid == run_id and record["status"] == "incomplete" and record["final"]
     assert record["cause"] == "stream_fault"  # nobody's fault, never a product bug
     assert "not reached within" in record["reason"] or "lasted" in record["reason"]
-    p.flush()
+    p.runs.flush()
     # a restarted worker sends the outbox again until it is confirmed
     restarted = processor(store)
     assert (run_id, record) in restarted.assign({0}, store.items()).verdicts
-    p.confirm(run_id, [v for _, v in restarted.assign({0}, store.items()).verdicts])
-    p.flush()
+    p.runs.confirm(run_id, [v for _, v in restarted.assign({0}, store.items()).verdicts])
+    p.runs.flush()
     assert processor(store).assign({0}, store.items()).verdicts == []
     # the rest of the run changes nothing
     assert not finals(p.process_batch(as_records(events[3:], start_offset=3)).verdicts)

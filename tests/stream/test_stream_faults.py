@@ -97,4 +97,5 @@ def test_a_key_must_be_the_run_id_in_valid_utf8_exactly():
     for offset, key in enumerate((b"k\xff", b"k\xfe", "k\ufffd".encode())):
         proc.process(key, value, Source(0, offset, 1.0), out)
     assert [record["reason"] for _, record in out.dlq] == ["wrong_key", "wrong_key"]
-    assert list(proc.cache) == ["k\ufffd"]  # only the exact key started the run
+    # only the exact key started the run
+    assert [rec.run_id for rec in proc.runs.records()] == ["k\ufffd"]

@@ -148,13 +148,13 @@ def test_a_missing_event_not_come_within_the_timeout_fails_the_run():
     clock = [1000.0]
     p = processor(reorder_timeout=5.0, clock=lambda: clock[0])
     p.process_batch(as_records(events[:4] + events[5:7], pub=1000.0))
-    assert not p.tick(1000.0).verdicts  # the worker's timer runs from then on
-    assert not p.tick(1004.0).verdicts
-    out = p.tick(1006.0)
+    assert not p.silence.tick(1000.0).verdicts  # the worker's timer runs from then on
+    assert not p.silence.tick(1004.0).verdicts
+    out = p.silence.tick(1006.0)
     [(run_id, record)] = out.verdicts
     assert record["final"] and record["reason"] == "events missing: seq 4 did not come within 5 s"
-    assert p.cache[run_id].outbox == [record]
-    assert p.tick(1007.0).verdicts == []
+    assert p.runs.record(run_id).outbox == [record]
+    assert p.silence.tick(1007.0).verdicts == []
 
 
 def test_bad_records_go_to_the_dlq_with_their_reason_and_processing_goes_on(tmp_path):
@@ -212,7 +212,7 @@ def test_records_processed_again_after_a_crash_send_the_same_verdicts_again():
     first = processor(store)
     half = len(records) // 2
     sent_before = first.process_batch(records[:half]).verdicts
-    first.flush()  # the runs were written, the verdicts' delivery not yet confirmed
+    first.runs.flush()  # the runs were written, the verdicts' delivery not yet confirmed
     # crash: a new processor, the same store, every record again
     again = processor(store)
     sent_after = again.process_batch(records).verdicts
@@ -233,7 +233,7 @@ def test_a_worker_restarted_after_every_record_gives_the_batch_verdicts():
     for record in as_records(interleave([list(r) for r in example_events()])):
         p = processor(store)
         sent += p.process_batch([record]).verdicts
-        p.flush()
+        p.runs.flush()
     same_as_batch(finals(sent))
 
 
@@ -255,7 +255,7 @@ def test_a_run_is_written_once_per_flush_however_many_of_its_events_came():
         p.process_batch(as_records(interleave([run[start:start + 10] for run in runs]),
                                    start_offset=start * 100))
         before = store.writes
-        p.flush()
+        p.runs.flush()
         assert store.writes - before <= len(runs)
     assert store.writes < sum(map(len, runs)) / 3
 
@@ -266,8 +266,8 @@ def test_verdicts_known_delivered_are_not_sent_again_after_a_restart():
     first = processor(store)
     out = first.process_batch(records)
     delivered, unconfirmed = out.verdicts[::2], out.verdicts[1::2]
-    first.delivered(delivered)
-    first.flush()
+    first.runs.delivered(delivered)
+    first.runs.flush()
     again = processor(store).process_batch(records).verdicts
 
     def ids(verdicts):
@@ -282,11 +282,11 @@ def test_a_run_too_long_fails_with_that_reason_and_keeps_a_bounded_record():
     p = processor(store, max_run_events=10)
     records = as_records(events)
     out = p.process_batch(records[:-1])
-    p.flush()
+    p.runs.flush()
     [final] = finals(out.verdicts)[events[0]["run_id"]]
     assert final["status"] == "failed" and final["detected_at_seq"] == 10
     assert final["reason"] == "run too long: more than 10 events (max_run_events)"
-    rec = p.cache[events[0]["run_id"]]
+    rec = p.runs.record(events[0]["run_id"])
     assert rec.offsets == [] and len(rec.snapshot["history"]) < 10
     end = p.process_batch(records[-1:])
     assert not end.verdicts and not end.finished  # final, and not learned from
@@ -296,7 +296,7 @@ def test_a_run_too_long_fails_with_that_reason_and_keeps_a_bounded_record():
     for record in as_records(events):
         q = processor(by_bytes, max_history_bytes=500)
         sent += q.process_batch([record]).verdicts
-        q.flush()
+        q.runs.flush()
     [final] = finals(sent)[events[0]["run_id"]]
     assert final["reason"].startswith("run too long: its history passed 500 bytes at seq ")
     assert final["detected_at_seq"] < 10
@@ -339,7 +339,7 @@ def test_the_exported_metric_names_are_those_of_the_alert_rules_and_dashboard():
     runs = [list(r) for r in example_events()]
     runs[0][0] = {**runs[0][0], "meta": {"agent_version": "1.0"}}  # ranks the release
     p.process_batch(as_records(interleave(runs)))
-    p.tick()
+    p.silence.tick()
     text = generate_latest(p.metrics.registry).decode()
     exported = set(re.findall(r"^(trustlayer_[a-z_]+?)(?:_bucket|_sum|_count|_created)?[{ ]",
                               text, re.M))

@@ -34,6 +34,7 @@ from trustlayer.judge.reasons import (
     KEPT_LINE,
     MILESTONES_REACHED,
     NEGATIVE_MILESTONE,
+    NO_END,
     UNJUDGEABLE,
     WRONG_OUTPUT,
     Reason,
@@ -41,7 +42,7 @@ from trustlayer.judge.reasons import (
     quoted,
 )
 from trustlayer.judge.signs import FailureWatch, Sign
-from trustlayer.judge.status import AT_RISK, FAILED, PASSED, RUNNING, Status
+from trustlayer.judge.status import AT_RISK, FAILED, INCOMPLETE, PASSED, RUNNING, Status
 from trustlayer.model import Model
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.observe.fingerprints import Fingerprint
@@ -303,6 +304,15 @@ class Matcher:
         self._fail(cause, Reason(code, "", "", seq), reason)
         self.current.reason = reason  # given whole: its own sentence
         return self.current
+
+    def incomplete(self, reason: str, cause: str | None) -> Status:
+        """Finalise the run as ``incomplete`` for `reason`: its end never came, so no verdict
+        on what it showed (code ``no_end``; it is not learned from)."""
+        status = self.current
+        status.status, status.final, status.cause = INCOMPLETE, True, cause
+        status.reason = status.details = reason
+        status.code = NO_END
+        return status
 
     def close(self, seq: int) -> None:
         """Judge the run as ended after event `seq` (its end event, or its last one)."""
