@@ -26,6 +26,7 @@ from stream_workloads import (
     EXAMPLES,
     PARTITIONS,
     events_processed,
+    machine_idle,
     machine_steal,
     produce,
     start_worker,
@@ -112,9 +113,10 @@ async def plain_loop(bootstrap: str, topic: str, out_topic: str, n: int) -> floa
 
 def worker_throughput(kafka, models: Path, events: list[dict], workers: int,
                       work: Path) -> tuple[float, list[float]]:
-    """Events/s of `workers` workers over `events` published beforehand, and the CPU each
-    and then the broker used meanwhile (seconds per second), from the moment they share the
-    partitions (one worker: its first processed event) until the last one counted."""
+    """Events/s of `workers` workers over `events` published beforehand, and the CPU each,
+    then the broker used, then the machine left idle meanwhile (seconds per second), from
+    the moment they share the partitions (one worker: its first processed event) until the
+    last one counted."""
     prefix = f"bt-{uuid.uuid4().hex[:6]}"
     ensure_topics(kafka.bootstrap, topic_names(prefix), PARTITIONS)
     asyncio.run(produce(kafka.bootstrap, topic_names(prefix).events, events))
@@ -142,10 +144,11 @@ def worker_throughput(kafka, models: Path, events: list[dict], workers: int,
                 t0, first = now, done
                 counted = (done, now)
                 pids = [proc.proc.pid for proc in procs] + [kafka.pid]
-                cpu0 = [tree_cpu(pid) for pid in pids]
+                cpu0 = [tree_cpu(pid) for pid in pids] + [machine_idle()]
             elif t0 is not None and done > counted[0]:
                 counted = (done, now)
-                cpu = [(tree_cpu(pid) - c) / (now - t0) for pid, c in zip(pids, cpu0)]
+                used = [tree_cpu(pid) for pid in pids] + [machine_idle()]
+                cpu = [(u - c) / (now - t0) for u, c in zip(used, cpu0)]
             # Events a worker judged before a rebalance and whose runs it wrote, but that
             # were not yet committed, come again to the new owner, which skips them without
             # counting them: then the count stops short, and the end is when every event is

@@ -9,7 +9,9 @@ measured in the same run (nothing asserted).
    events and batching: what Faust's own delivery costs; the worker takes fetches past it,
    see stream/kafka/clients.py; goal >= 0.5) and ÷ a plain aiokafka loop that json-decodes each
    event and produces one small record; two workers in one group (measured once they share
-   the partitions, over four times the events) ÷ one worker, with the CPU each worker used;
+   the partitions, over four times the events) ÷ one worker, with the CPU each worker used
+   and the CPU the machine left idle, and the same per CPU-second of the workers (on a
+   machine with no core idle the plain ratio counts the cores the workers got);
 2. per-screenshot-event cost in the worker's processor (data URI decode, checks,
    fingerprint, match) ÷ PNG decode cost of the same frames (goal <= 1.5), and the same for
    events whose screenshots the runner fingerprinted (``trustlayer replay --fingerprint``);
@@ -81,7 +83,7 @@ def main() -> int:
 
     with EmbeddedKafka(log_level="WARN") as kafka:
         print(f"Kafka 4.4 at {kafka.bootstrap} (started in {kafka.startup_seconds:.1f} s)")
-        (worker_1, (cpu_1, broker_1)), steal_1 = steal_during(
+        (worker_1, (cpu_1, broker_1, idle_1)), steal_1 = steal_during(
             lambda: worker_throughput(kafka, models, events, 1, work))
         topics = topic_names(f"raw-{uuid.uuid4().hex[:6]}")
         ensure_topics(kafka.bootstrap, topics, PARTITIONS)
@@ -92,12 +94,12 @@ def main() -> int:
             plain_loop(kafka.bootstrap, topics.events, topics.verdicts, len(events))))
         # four times the events: the first worker judges alone until the second one joins
         backlog = interleave(copies(test, 4 * len(many), "u"))
-        (worker_2, (*cpu_2, broker_2)), steal_2 = steal_during(
+        (worker_2, (*cpu_2, broker_2, idle_2)), steal_2 = steal_during(
             lambda: worker_throughput(kafka, models, backlog, 2, work))
         print(f"\n1. throughput, text/a11y events ({PARTITIONS} partitions; steal: the CPU the "
               f"hypervisor took during each phase, s/s)")
         print(f"   worker (1 process)          {worker_1:7.0f} events/s, CPU {cpu_1:.2f} s/s "
-              f"(broker {broker_1:.2f}), steal {steal_1:.2f}")
+              f"(broker {broker_1:.2f}, machine idle {idle_1:.2f}), steal {steal_1:.2f}")
         print(f"   do-nothing Faust agent      {nothing:7.0f} events/s, steal {steal_0:.2f}")
         print(f"   plain aiokafka loop         {plain:7.0f} events/s (json-decodes each event, "
               f"produces one small record), steal {steal_p:.2f}")
@@ -105,8 +107,14 @@ def main() -> int:
         print(f"   worker / plain aiokafka loop = {worker_1 / plain:.3f}")
         print(f"   2 workers                   {worker_2:7.0f} events/s, {worker_2 / 2:.0f} per "
               f"worker, CPU {' + '.join(f'{c:.2f}' for c in cpu_2)} s/s (broker "
-              f"{broker_2:.2f}), steal {steal_2:.2f}; "
+              f"{broker_2:.2f}, machine idle {idle_2:.2f}), steal {steal_2:.2f}; "
               f"2 workers / 1 worker = {worker_2 / worker_1:.2f} ({os.cpu_count()} cores)")
+        # with no core idle the ratio above counts the cores the workers got, not how the
+        # worker scales: two that wait for each other (a lock, the broker) leave CPU idle,
+        # and two that do more per event (events judged twice) judge fewer per CPU-second
+        print(f"   events per worker CPU-second, 2 workers / 1 worker = "
+              f"{worker_2 / sum(cpu_2) / (worker_1 / cpu_1):.2f} (1.00: no work added by "
+              f"sharing)")
 
         per_event, printed, decode = screenshot_cost()
         print("\n2. screenshot events (in the worker's processor, no broker)")
