@@ -78,23 +78,10 @@ class Observation:
     def shown_text(self) -> str:
         """What the state shows as one string, white space folded: its title, text and
         accessibility tree (where typed text is looked for, verbatim)."""
-        return " ".join(" ".join(self._shown_parts()).split())
+        return " ".join(" ".join(self.shown_parts()).split())
 
-    def lacks(self, texts: Sequence[str]) -> list[str]:
-        """Those of `texts` that :meth:`shown_text` does not hold, in order.
-
-        >>> Observation(text="saved  hello\\nworld").lacks(["hello world", "bye"])
-        ['bye']
-        """
-        parts = self._shown_parts()
-        # a text's words each stand in one part as they are (folding only joins them):
-        # a state lacking one is not folded, which is most states and the costly step
-        maybe = [text for text in texts
-                 if all(any(word in part for part in parts) for word in text.split())]
-        shown = " ".join(" ".join(parts).split()) if maybe else ""
-        return [text for text in texts if text not in maybe or text not in shown]
-
-    def _shown_parts(self) -> list[str]:
+    def shown_parts(self) -> list[str]:
+        """Its title, text and accessibility tree, as they came."""
         return [self.title or "", self.text or "",
                 self.a11y if isinstance(self.a11y, str) else
                 json.dumps(self.a11y, ensure_ascii=False) if self.a11y else ""]

@@ -51,7 +51,7 @@ def inject_fault(monkeypatch, tmp_path: Path, where: str) -> Path:
     the fault creates when it fires."""
     marker = tmp_path / "fault-injected"
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(Path(__file__).parent / "faults"), os.environ.get("PYTHONPATH", "")]))
+        [str(Path(__file__).parents[1] / "faults"), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("TRUSTLAYER_TEST_FAULT", str(marker))
     monkeypatch.setenv("TRUSTLAYER_TEST_FAULT_IN", where)
     return marker

@@ -17,7 +17,7 @@ import yaml
 from stream.kafka.broker import KAFKA_VERSION
 from stream.kafka.processes import free_port
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GRAFANA = ROOT / "deploy" / "grafana"
 METRICS = {
     "trustlayer_events_total",
