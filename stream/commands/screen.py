@@ -2,6 +2,7 @@
 line per run at 80 columns and more columns as the width allows, then every reason whole."""
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +38,39 @@ def coverage_bar(coverage: float, cells: int = BAR_CELLS) -> str:
     """
     filled = round(coverage * cells)
     return "█" * filled + "░" * (cells - filled) + f" {coverage:4.0%}"
+
+
+#: a failure's one sentence (trustlayer.judge.reasons.Reason.sentence): where, and what was
+#: shown instead, whose first quote is the evidence
+_FAILED = re.compile(r"Failed (?P<where>at step \d+|at the end): .*?; (?P<shown>.*?) instead\b")
+_QUOTE = re.compile(r"'[^']*(?:'|…)")
+
+
+def live_reason(record: dict) -> tuple[tuple[str, str], str]:
+    """A verdict's reason as the table's cell shows it, blame and evidence first (the cell
+    is narrow at 80 columns): ``agent, step 7: 'Auto Brackets…'``; the whole sentence
+    follows in :meth:`LiveScreen.reasons`.
+
+    >>> live_reason({"cause": "agent_error", "reason": "Failed at step 7: expected 'Saved';"
+    ...              " the screen showed 'Auto Brackets' instead (agent error)."})
+    (('agent, step 7: ', 'bold'), "'Auto Brackets'")
+    >>> live_reason({"cause": None, "reason": "Passed: reached all 3 milestones."})
+    (('', 'bold'), 'Passed: reached all 3 milestones.')
+    """
+    cause = (record.get("cause") or "").replace("_", " ")
+    reason = record.get("reason") or ""
+    failed = _FAILED.match(reason)
+    if failed is None:
+        return (f"{cause}: " if cause else "", "bold"), reason
+    quote = _QUOTE.search(failed["shown"])
+    where = failed["where"].removeprefix("at ")
+    blame = f"{cause.split()[0]}, {where}: " if cause else f"{where}: "
+    return (blame, "bold"), quote.group(0) if quote else failed["shown"]
+
+
+def _whole_reason(record: dict) -> Text:
+    cause = (record.get("cause") or "").replace("_", " ")
+    return Text.assemble((f"{cause}: " if cause else "", "bold"), record.get("reason") or "")
 
 
 def columns_for(width: int) -> list[str]:
@@ -117,7 +151,7 @@ class Screen:
                 cells = self._cells(run_id, record)
                 lines.append(Group(Text.assemble((f"{run_id}  ", "bold"), cells["VERDICT"],
                                                  "  ", cells["COVERAGE"]),
-                                   Padding(cells["REASON"], (0, 0, 0, REASON_INDENT))))
+                                   Padding(_whole_reason(record), (0, 0, 0, REASON_INDENT))))
         return lines
 
     def _cells(self, run_id: str, record: dict | None) -> dict[str, Any]:
@@ -131,8 +165,7 @@ class Screen:
             (" ✓", "green") if want == record["status"] else (" ✗", "bold red")
         # a failure's step (what its reason is about), else the event that decided
         seq = record.get("detected_at_seq") if record.get("step") is None else record["step"]
-        cause = (record.get("cause") or "").replace("_", " ")
-        reason = Text.assemble((f"{cause}: " if cause else "", "bold"), record.get("reason") or "")
+        reason = Text.assemble(*live_reason(record))
         return {"RUN": run_id, "EXPECTED": Text.assemble(expected, agrees), "VERDICT": verdict,
                 "COVERAGE": coverage_bar(record["coverage"]),
                 "AT EVENT": "" if seq is None else f"#{seq}",

@@ -33,8 +33,9 @@ class Emitter:
 
     def emit(self, rec: RunRecord, status: Status, out: Output, trigger: int | None,
              verdict_ts: float | None, pub: float | None) -> None:
-        """Send the run's verdict if its status or finality changed."""
-        key = [status.status, status.final]
+        """Send the run's verdict if its status, finality or coverage changed (a milestone
+        reached shows on a dashboard as it happens)."""
+        key = [status.status, status.final, status.coverage]
         if key == rec.last_key:
             return
         # the verdict as published: every field, texts cut, and the triggering event's ts

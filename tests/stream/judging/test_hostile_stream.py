@@ -124,7 +124,7 @@ def test_events_after_the_end_go_to_the_dlq_and_the_verdict_stays():
     p.runs.flush()  # what the checkpoint does
     record = json.loads(p.store[end["run_id"]])
     assert record["final"] and record["ended"] and record["last_key"] == \
-        [verdict["status"], True]
+        [verdict["status"], True, verdict["coverage"]]
 
 
 def test_events_held_beyond_the_end_go_to_the_dlq_when_the_end_is_fed():

@@ -73,12 +73,15 @@ def test_runs_whose_screenshots_the_runner_fingerprinted_get_the_batch_verdicts(
     same_as_batch(finals(out.verdicts))
 
 
-def test_a_verdict_only_when_the_status_changes():
+def test_a_verdict_only_when_the_status_or_the_coverage_changes():
     p = processor()
     out = p.process_batch(as_records(interleave([list(r) for r in example_events()])))
     for run_id in batch_verdicts():
-        keys = [(r["status"], r["final"]) for rid, r in out.verdicts if rid == run_id]
-        assert keys[0] == ("running", False)
+        keys = [(r["status"], r["final"], r["coverage"]) for rid, r in out.verdicts
+                if rid == run_id]
+        assert keys[0][:2] == ("running", False)
+        coverage = [key[2] for key in keys]
+        assert coverage == sorted(coverage)  # milestones are not taken back
         assert all(a != b for a, b in zip(keys, keys[1:])), keys
         assert keys[-1][1] is True
     passed = [r for _, r in out.verdicts if r["status"] == "passed" and not r["final"]]
