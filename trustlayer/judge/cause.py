@@ -29,6 +29,7 @@ The rule, walking the run from the last milestone it reached:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from trustlayer.graph_marks import SUCCESS
 from trustlayer.judge.history import Observed
@@ -164,132 +165,229 @@ def _headline(model: Model, missing: str | None, last: str | None,
                 quoted(model.name(missing)), "", MISSING_MILESTONE)
 
 
+Explained = tuple[str, str, Reason]  # details, cause, the short reason
+
+
+@dataclass
+class _Failure:
+    """What the rules read of a run that failed, and where the scan of its states is:
+    `start` is the row of its last milestone, `known` the last row like what successful
+    runs show next."""
+
+    model: Model
+    history: Sequence[Observed]
+    position: int
+    last: str | None
+    headline: Sign
+    start: int
+    known: Observed | None
+
+    def found(self, details: str, cause: str, shown: str, seq: int | None,
+              action: str | None = None) -> Explained:
+        """The rule's finding: `details` after the headline, the blame, the short reason."""
+        return (f"{self.headline.reason}: {details}", cause,
+                Reason(self.headline.code, self.headline.expected, shown, seq, action))
+
+    @property
+    def end(self) -> int | None:
+        return self.history[-1].seq if self.history else None
+
+
+def _unusual_step(run: _Failure, k: int) -> Explained | None:
+    here, history = run.history[k], run.history
+    unusual = _unusual(run.model, run.position, run.known, here)
+    if not unusual:
+        return None
+    did = f"the agent {in_words(unusual[0])}"
+    return run.found(f"{did}, which successful runs never do at this point, and the run "
+                     f"showed {_shown(run.model, history[k:])}", AGENT_ERROR,
+                     f"the screen showed {_brief(run.model, history[k:])}", here.seq, did)
+
+
+def _typed_its_own(run: _Failure, k: int) -> Explained | None:
+    history, here = run.history, run.history[k]
+    entered = _entered(here, history[:k + 1], history[run.start + 1:k + 1],
+                       _usual(run.model, run.position, run.known))
+    if not entered:
+        return None
+    return run.found(f"the agent entered {entered}, and the run showed "
+                     f"{_shown(run.model, history[k:])}, which successful runs never showed",
+                     AGENT_ERROR, f"the screen showed {_brief(run.model, history[k:])}",
+                     here.seq, f"the agent entered {entered}")
+
+
+def _led_elsewhere(run: _Failure, k: int) -> Explained | None:
+    here, known, model = run.history[k], run.known, run.model
+    did = _by_agent(here)
+    if not (here.ids and known is not None and did
+            and _went_elsewhere(model, known.ids, did, here.ids)):
+        return None
+    return run.found(f"the agent {in_words(did)} as successful runs do, and the product "
+                     f"showed '{model.name(here.ids[0])}', where successful runs saw what "
+                     f"follows '{model.name(known.ids[0])}'", PRODUCT_BUG,
+                     f"the screen showed {_brief(model, [here])}", here.seq,
+                     f"the agent {in_words(did)}")
+
+
+def _product_news(run: _Failure, k: int) -> Explained | None:
+    here = run.history[k]
+    if not here.novel:
+        return None
+    waited = here.via == [NO_ACTION]
+    did = "did nothing (the screen changed on its own)" if waited \
+        else f"{in_words(here.via[-1])} as successful runs do"
+    return run.found(f"the agent {did}, and the product showed "
+                     f"{_shown(run.model, run.history[k:])}", PRODUCT_BUG,
+                     f"the screen showed {_brief(run.model, [here])}", here.seq,
+                     None if waited else f"the agent {in_words(here.via[-1])}")
+
+
+#: What a state after the last milestone may show, in the order the rules are asked.
+STEP_RULES = (_unusual_step, _typed_its_own, _led_elsewhere, _product_news)
+
+
+def _lost_way(run: _Failure) -> Explained | None:
+    if run.known is not None:
+        return None
+    return run.found("the run showed nothing successful runs show", AGENT_ERROR,
+                     "the run showed nothing successful runs show", run.end)
+
+
+def _never_came(run: _Failure) -> Explained | None:
+    known, history, model = run.known, run.history, run.model
+    assert known is not None  # (asked after _lost_way)
+    after = history[history.index(known) + 1:]
+    if not after or any(entry.ids for entry in after):
+        return None
+    did = next((a for entry in after for a in entry.via
+                if a != NO_ACTION and not a.startswith(PASSIVE)), NO_ACTION)
+    return run.found(f"after '{model.name(known.ids[0])}' the agent {in_words(did)} as "
+                     f"successful runs do, and the product never showed what they saw next "
+                     f"({_shown(model, after)})", PRODUCT_BUG,
+                     f"the screen showed {_brief(model, after)}", after[0].seq,
+                     f"the agent {in_words(did)}")
+
+
+def _stayed(run: _Failure) -> Explained | None:
+    ids, state = _last_known(run)
+    last_step = next((did for entry in reversed(run.history) if (did := _by_agent(entry))),
+                     None)
+    if last_step is None or not _went_elsewhere(run.model, ids, last_step, ids):
+        return None
+    return run.found(f"the agent {in_words(last_step)} as successful runs do from '{state}', "
+                     f"and the product stayed at '{state}'", PRODUCT_BUG,
+                     f"the screen still showed {quoted(state)}", run.end,
+                     f"the agent {in_words(last_step)}")
+
+
+def _skipped_last_step(run: _Failure) -> Explained | None:
+    ids, state = _last_known(run)
+    if SUCCESS not in set().union(*(run.model.successors(s) for s in ids)):
+        return None
+    return run.found(f"the run ended in '{state}' as successful runs end, without the step "
+                     "they all take before it", AGENT_ERROR,
+                     f"the screen showed {quoted(state)} without the step successful runs "
+                     "take before it", run.end)
+
+
+def _stalled(run: _Failure) -> Explained | None:
+    ids, state = _last_known(run)
+    if _onward(run):
+        return None
+    return run.found(f"the run stalled in '{state}', which successful runs leave without any "
+                     "action (the product did not move on)", PRODUCT_BUG,
+                     f"the screen showed {quoted(state)} until the end", run.end)
+
+
+def _refused(run: _Failure) -> Explained | None:
+    history, model = run.history, run.model
+    first = min((i for i, e in enumerate(history) if run.last in e.ids), default=run.start)
+    news = next((e for i, e in enumerate(history[first + 1:run.start], first + 1)
+                 if e.novel and not e.ids and not _unusual(model, run.position, None, e)
+                 and not _checked(model, e) and set(history[i - 1].ids) & set(history[i + 1].ids)),
+                None)
+    if news is None:  # (else the product refused the step and left all as it was)
+        return None
+    return run.found(f"the agent {in_words(news.via[-1])} as successful runs do, the product "
+                     f"showed {_shown(model, [news])}, and the run never got further",
+                     PRODUCT_BUG, f"the screen showed {_brief(model, [news])}", news.seq,
+                     f"the agent {in_words(news.via[-1])}")
+
+
+def _stopped(run: _Failure) -> Explained:
+    _, state = _last_known(run)
+    return run.found(f"the agent stopped after '{state}', where successful runs went on: they "
+                     f"{in_words(sorted(_onward(run))[0])}", AGENT_ERROR,
+                     f"the agent stopped while the screen showed {quoted(state)}", run.end)
+
+
+def _last_known(run: _Failure) -> tuple[Sequence[str], str]:
+    assert run.known is not None  # (the end rules after _lost_way)
+    return run.known.ids, run.model.name(run.known.ids[0])
+
+
+def _onward(run: _Failure) -> set[str]:
+    ids, _ = _last_known(run)
+    return set().union(*(run.model.out_actions(s) for s in ids)) - {NO_ACTION}
+
+
+#: How a run that showed nothing telling after its last milestone ended, in order; the
+#: last always finds.
+END_RULES = (_lost_way, _never_came, _stayed, _skipped_last_step, _stalled, _refused)
+
+
+def _scanned(run: _Failure) -> Explained | None:
+    """The first finding of :data:`STEP_RULES` on the states after the last milestone
+    (files changed by no action of the agent before them), `run.known` kept up to date."""
+    history, model = run.history, run.model
+    for k in range(run.start + 1, len(history)):
+        here = history[k]
+        if here.files_moved:
+            return run.found("files changed with no action of the agent (the environment "
+                             f"lost or altered its work), and the run showed "
+                             f"{_shown(model, history[k:])}", PRODUCT_BUG,
+                             "the files showed changes no action of the agent made", here.seq)
+        if run.known is not None and set(here.ids) & _expected(model, run.known):
+            run.known = here
+            continue
+        for rule in STEP_RULES:
+            if (found := rule(run, k)) is not None:
+                return found
+        if here.ids:
+            run.known = here
+    return None
+
+
 def explain_failure(model: Model, history: Sequence[Observed], position: int,
                     matched: Sequence[str], headline: Sign | None = None,
                     output_shown: bool = False,
-                    expected_shown: bool = False) -> tuple[str, str, Reason]:
+                    expected_shown: bool = False) -> Explained:
     """Reason (the decision path), cause and the short reason for a run that ended without
     every milestone, with every milestone but not in a state where successful runs end, or
     with what `headline` says (a sign of failure, or a required output given another
-    value).
+    value): the first rule that finds, of the module docstring's, in its order.
 
     `history` holds one :class:`~trustlayer.judge.history.Observed` per state the run
-    showed (the model states it matched, the actions that led to it, words no training
-    state showed); `position` is the index of the first milestone not reached;
-    `output_shown` tells whether the screen the agent gave a required output from showed
-    the (wrong) value it gave, `expected_shown` whether it showed the value every
-    successful run gave.
-
-    A run whose screen showed the value every successful run gave, but that gave another,
-    read the wrong thing off a product that showed the right one: *agent_error*.
-
-    A run that ended where successful runs end, but gave a required output another value
-    that its screen showed, met a product showing a wrong value on a screen otherwise
-    like theirs (a count cache): *product_bug*.
+    showed; `position` is the index of the first milestone not reached; `output_shown`
+    tells whether the screen the agent gave a required output from showed the (wrong)
+    value it gave, `expected_shown` whether it showed the value every successful run gave.
     """
     missing = next((s for s in model.essential[position:] if s not in model.soft), None)
     last = matched[-1] if matched else None
-    end = history[-1].seq if history else None
     if headline is None:
         headline = _headline(model, missing, last, history)
     elif headline.code == SELF_REPORT_FAILURE:  # what successful runs showed says more
         headline = headline._replace(expected=_headline(model, missing, last, history).expected)
-    reason = headline.reason
-
-    def found(details: str, cause: str, shown: str, seq: int | None,
-              action: str | None = None) -> tuple[str, str, Reason]:
-        return details, cause, Reason(headline.code, headline.expected, shown, seq, action)
-
-    if expected_shown:
-        return found(f"{reason}: its screen showed that value, as the screens of successful "
-                     "runs did, and the agent gave another", AGENT_ERROR,
-                     f"its screen showed the expected value and {headline.shown}", end)
-    if output_shown and history and history[-1].ends:
-        return found(f"{reason}: the run ended as successful runs end, and the agent gave the "
-                     "value the product showed it", PRODUCT_BUG,
-                     f"its screen showed the wrong value and {headline.shown}", end)
     start = max((i for i, e in enumerate(history) if last in e.ids), default=-1)
-    known = history[start] if start >= 0 else None
-    for k in range(start + 1, len(history)):
-        here = history[k]
-        if here.files_moved:
-            return found(f"{reason}: files changed with no action of the agent (the environment "
-                         f"lost or altered its work), and the run showed "
-                         f"{_shown(model, history[k:])}", PRODUCT_BUG,
-                         "the files showed changes no action of the agent made", here.seq)
-        if known is not None and set(here.ids) & _expected(model, known):
-            known = here
-            continue
-        unusual = _unusual(model, position, known, here)
-        if unusual:
-            return found(f"{reason}: the agent {in_words(unusual[0])}, which successful runs "
-                         f"never do at this point, and the run showed "
-                         f"{_shown(model, history[k:])}", AGENT_ERROR,
-                         f"the screen showed {_brief(model, history[k:])}", here.seq,
-                         f"the agent {in_words(unusual[0])}")
-        entered = _entered(here, history[:k + 1], history[start + 1:k + 1],
-                           _usual(model, position, known))
-        if entered:
-            return found(f"{reason}: the agent entered {entered}, and the run showed "
-                         f"{_shown(model, history[k:])}, which successful runs never showed",
-                         AGENT_ERROR, f"the screen showed {_brief(model, history[k:])}",
-                         here.seq, f"the agent entered {entered}")
-        did = _by_agent(here)
-        if here.ids and known is not None and did \
-                and _went_elsewhere(model, known.ids, did, here.ids):
-            return found(f"{reason}: the agent {in_words(did)} as successful runs do, and the "
-                         f"product showed '{model.name(here.ids[0])}', where successful runs "
-                         f"saw what follows '{model.name(known.ids[0])}'", PRODUCT_BUG,
-                         f"the screen showed {_brief(model, [here])}", here.seq,
-                         f"the agent {in_words(did)}")
-        if here.novel:
-            did = "did nothing (the screen changed on its own)" if here.via == [NO_ACTION] \
-                else f"{in_words(here.via[-1])} as successful runs do"
-            return found(f"{reason}: the agent {did}, and the product showed "
-                         f"{_shown(model, history[k:])}", PRODUCT_BUG,
-                         f"the screen showed {_brief(model, [here])}", here.seq,
-                         None if here.via == [NO_ACTION] else f"the agent {in_words(here.via[-1])}")
-        if here.ids:
-            known = here
-    if known is None:
-        return found(f"{reason}: the run showed nothing successful runs show", AGENT_ERROR,
-                     "the run showed nothing successful runs show", end)
-    state = model.name(known.ids[0])
-    after = history[history.index(known) + 1:]
-    if after and not any(entry.ids for entry in after):
-        did = next((a for entry in after for a in entry.via
-                    if a != NO_ACTION and not a.startswith(PASSIVE)), NO_ACTION)
-        return found(f"{reason}: after '{state}' the agent {in_words(did)} as successful runs "
-                     f"do, and the product never showed what they saw next "
-                     f"({_shown(model, after)})", PRODUCT_BUG,
-                     f"the screen showed {_brief(model, after)}", after[0].seq,
-                     f"the agent {in_words(did)}")
-    onward = set().union(*(model.out_actions(s) for s in known.ids)) - {NO_ACTION}
-    last_step = next((did for entry in reversed(history) if (did := _by_agent(entry))), None)
-    if last_step is not None and _went_elsewhere(model, known.ids, last_step, known.ids):
-        return found(f"{reason}: the agent {in_words(last_step)} as successful runs do from "
-                     f"'{state}', and the product stayed at '{state}'", PRODUCT_BUG,
-                     f"the screen still showed {quoted(state)}", end,
-                     f"the agent {in_words(last_step)}")
-    if SUCCESS in set().union(*(model.successors(s) for s in known.ids)):
-        return found(f"{reason}: the run ended in '{state}' as successful runs end, without the "
-                     "step they all take before it", AGENT_ERROR,
-                     f"the screen showed {quoted(state)} without the step successful runs "
-                     "take before it", end)
-    if not onward:
-        return found(f"{reason}: the run stalled in '{state}', which successful runs leave "
-                     "without any action (the product did not move on)", PRODUCT_BUG,
-                     f"the screen showed {quoted(state)} until the end", end)
-    first = min((i for i, e in enumerate(history) if last in e.ids), default=start)
-    news = next((e for i, e in enumerate(history[first + 1:start], first + 1)
-                 if e.novel and not e.ids and not _unusual(model, position, None, e)
-                 and not _checked(model, e) and set(history[i - 1].ids) & set(history[i + 1].ids)),
-                None)
-    if news is not None:  # the product refused the step and left all as it was
-        return found(f"{reason}: the agent {in_words(news.via[-1])} as successful runs do, the "
-                     f"product showed {_shown(model, [news])}, and the run never got further",
-                     PRODUCT_BUG, f"the screen showed {_brief(model, [news])}", news.seq,
-                     f"the agent {in_words(news.via[-1])}")
-    return found(f"{reason}: the agent stopped after '{state}', where successful runs went on: "
-                 f"they {in_words(sorted(onward)[0])}", AGENT_ERROR,
-                 f"the agent stopped while the screen showed {quoted(state)}", end)
+    run = _Failure(model, history, position, last, headline, start,
+                   history[start] if start >= 0 else None)
+    if expected_shown:  # read the wrong thing off a product that showed the right one
+        return run.found("its screen showed that value, as the screens of successful runs "
+                         "did, and the agent gave another", AGENT_ERROR,
+                         f"its screen showed the expected value and {headline.shown}", run.end)
+    if output_shown and history and history[-1].ends:  # a wrong value shown where runs end
+        return run.found("the run ended as successful runs end, and the agent gave the value "
+                         "the product showed it", PRODUCT_BUG,
+                         f"its screen showed the wrong value and {headline.shown}", run.end)
+    return _scanned(run) or next((found for rule in END_RULES
+                                  if (found := rule(run)) is not None), None) or _stopped(run)
