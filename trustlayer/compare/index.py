@@ -113,9 +113,12 @@ class StateIndex:
             # rarest one is a necessary key
             rarest = min(lines, key=lambda t: (holders[t], t))
             self.by_line.setdefault(rarest, set()).add(sid)
-        # the profiles an observed state is compared with, explained together: the
-        # exact salient lines an observation has are bits of the set (a learned
-        # template is its form; a template written by hand, not learned, may not be)
+        self._index_profiles(model)
+
+    def _index_profiles(self, model: Model) -> None:
+        """The profiles an observed state is compared with, explained together: the
+        exact salient lines an observation has are bits of the set (a learned template is
+        its form; a template written by hand, not learned, may not be)."""
         self.profiles = ProfileSet([state.profile for state in model.states.values()]
                                    + ([model.ending.profile] if model.ending else []))
         anchor_bits = {form: self.profiles.form_bits([form]) for form in self.by_line}
