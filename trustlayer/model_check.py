@@ -226,6 +226,13 @@ def check_model(data: dict, shape: Sequence[Field]) -> None:
     if not data["task"]:
         raise _fail("task", "must not be empty")
     _count(data["version"], "version")
+    known = _check_states(data, shape)
+    _check_graph(data, known)
+    _check_evidence(data)
+
+
+def _check_states(data: dict, shape: Sequence[Field]) -> set[str]:
+    """Check the model's states (and the single ones its fields hold); their ids."""
     size = check_settings(data["settings"])
     _typed(data["states"], list, "states")
     for number, state in enumerate(data["states"]):
@@ -239,7 +246,11 @@ def check_model(data: dict, shape: Sequence[Field]) -> None:
     ids = [state["id"] for state in data["states"]]
     if len(set(ids)) != len(ids):
         raise _fail("states", "hold one id twice")
-    known = set(ids)
+    return set(ids)
+
+
+def _check_graph(data: dict, known: set[str]) -> None:
+    """Check the edges, the lists of states, milestones and timing: only `known` ids."""
     check_edges(data["edges"], known)
     for name in STATE_LISTS:
         if name in data:
@@ -254,6 +265,10 @@ def check_model(data: dict, shape: Sequence[Field]) -> None:
                 or dominator not in known | {START}:
             raise _fail(f"nearest_milestone.{state}", "names no state of the model", dominator)
     check_timing(data["timing"], known)
+
+
+def _check_evidence(data: dict) -> None:
+    """Check what the model learned beside its graph: runs, outputs, end evidence, signs."""
     _strings(data["training_runs"], "training_runs")
     _typed(data.get("segment_actions", []), list, "segment_actions")
     for number, actions in enumerate(data.get("segment_actions", [])):
