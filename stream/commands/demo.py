@@ -198,14 +198,50 @@ def run_demo(args: argparse.Namespace, console: Any = None) -> int:
         return _run_demo(args, console or Console(highlight=False))
 
 
-def _run_demo(args: argparse.Namespace, console: Any) -> int:
-    directory = Path(args.directory)
+class _Refused(Exception):
+    """The demo cannot start: the message says why, in one line."""
+
+
+def _checked_broker(bootstrap: str) -> str:
+    """`bootstrap`, a broker the user gave, if it answers (else :class:`_Refused`)."""
+    from stream.kafka.probe import broker_problem
+    problem = broker_problem(bootstrap, "trustlayer demo")
+    if problem is not None:
+        raise _Refused(problem)
+    return bootstrap
+
+
+def _embedded_broker() -> Any:
+    """A one-node Kafka of the cached jars, not started (else :class:`_Refused`)."""
+    from stream.kafka.broker import EmbeddedKafka, KafkaLibsMissing
+    try:
+        return EmbeddedKafka()
+    except KafkaLibsMissing as exc:
+        raise _Refused(f"trustlayer demo: {exc}") from None
+
+
+def _start_worker(args: argparse.Namespace, bootstrap: str, prefix: str, models: Path,
+                  train: Path, work: Path) -> WorkerProcess:
+    """The demo's worker, started with its data and log in `work`."""
+    worker_args = ["--broker", bootstrap, "--models", str(models), "--topics", prefix,
+                   "--app-id", f"trustlayer-demo-{uuid.uuid4().hex[:8]}",
+                   "--metrics-port", str(args.metrics_port), "--session-timeout", "6"]
+    worker_args += ["--no-refine", "--no-deadlines"] if args.once \
+        else ["--train", str(train.resolve())]
+    return WorkerProcess(worker_args, work / "worker.log", cwd=work)
+
+
+def _folders(directory: Path) -> tuple[Path, Path]:
+    """`directory`'s train/ and test/ (else :class:`_Refused`)."""
     train, test = directory / "train", directory / "test"
     for needed in (train, test):
         if not needed.is_dir():
-            print(f"trustlayer demo: {needed}: no such directory (DIR needs train/ and test/)",
-                  file=sys.stderr)
-            return EXIT_BAD_INPUT
+            raise _Refused(f"trustlayer demo: {needed}: no such directory (DIR needs train/ "
+                           "and test/)")
+    return train, test
+
+
+def _run_demo(args: argparse.Namespace, console: Any) -> int:
     speed = args.speed if args.speed is not None else (0.0 if args.once else 1.0)
     note = (lambda text: print(text, file=sys.stderr, flush=True)) if args.once \
         else (lambda text: console.print(text, highlight=False, soft_wrap=True))
@@ -214,20 +250,11 @@ def _run_demo(args: argparse.Namespace, console: Any) -> int:
     keep = False  # the worker's log stays when something went wrong
     t0 = time.monotonic()
     try:
+        train, test = _folders(Path(args.directory))
         if args.broker:
-            from stream.kafka.probe import broker_problem
-            problem = broker_problem(args.broker, "trustlayer demo")
-            if problem is not None:
-                print(problem, file=sys.stderr)
-                return EXIT_BAD_INPUT
-            bootstrap, prefix = args.broker, f"demo-{uuid.uuid4().hex[:8]}"
+            bootstrap, prefix = _checked_broker(args.broker), f"demo-{uuid.uuid4().hex[:8]}"
         else:
-            from stream.kafka.broker import EmbeddedKafka, KafkaLibsMissing
-            try:
-                broker = EmbeddedKafka()
-            except KafkaLibsMissing as exc:
-                print(f"trustlayer demo: {exc}", file=sys.stderr)
-                return EXIT_BAD_INPUT
+            broker = _embedded_broker()
             note("starting Kafka ...")
             broker.start()
             bootstrap, prefix = broker.bootstrap, "trustlayer"
@@ -237,12 +264,7 @@ def _run_demo(args: argparse.Namespace, console: Any) -> int:
         models.mkdir()
         tasks = learn_models(train, models)
         note(f"Kafka {bootstrap}; learned {', '.join(tasks)} from {train}")
-        worker_args = ["--broker", bootstrap, "--models", str(models), "--topics", prefix,
-                       "--app-id", f"trustlayer-demo-{uuid.uuid4().hex[:8]}",
-                       "--metrics-port", str(args.metrics_port), "--session-timeout", "6"]
-        worker_args += ["--no-refine", "--no-deadlines"] if args.once \
-            else ["--train", str(train.resolve())]
-        worker = WorkerProcess(worker_args, work / "worker.log", cwd=work)  # its data in work
+        worker = _start_worker(args, bootstrap, prefix, models, train, work)
         if not worker.wait_ready(90):
             keep = True
             print(f"trustlayer demo: the worker did not start:\n"
@@ -268,6 +290,9 @@ def _run_demo(args: argparse.Namespace, console: Any) -> int:
         if screen is not None:
             note(next_step(screen, train, test))
         return EXIT_OK
+    except _Refused as refused:
+        print(refused, file=sys.stderr)
+        return EXIT_BAD_INPUT
     finally:
         if worker is not None:
             worker.stop()
