@@ -65,7 +65,9 @@ def similarity(left: Shape, right: Shape, settings: Settings) -> float:
     if left.structured or right.structured:
         if not (left.structured and right.structured):
             return 0.0
-        kinds = left.kinds.keys() | right.kinds.keys()
+        # summed in one order whichever state is left: the value is remembered for the pair
+        # both ways round, and a set's order of strings changes from process to process
+        kinds = sorted(left.kinds.keys() | right.kinds.keys())
         total = 0.0
         for kind in kinds:  # (a loop, not a sum of calls: learning compares every pair)
             lines_a, fields_a = left.kinds.get(kind, _NO_LINES)
