@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from itertools import compress
 
@@ -77,24 +77,28 @@ def context_lines(lines: frozenset[str], before: frozenset[str] | None,
     ['F|changed a.py', 'X|Edited b.py']
     """
     content = content_lines(lines)
-    return content_context(content, file_facts(content),
+    facts = file_facts(content)
+    return content_context((content - facts,), facts,
                            None if before is None else file_facts(before), actions)
 
 
-def content_context(content: frozenset[str], facts: frozenset[str],
+def content_context(shown: Sequence[frozenset[str]], facts: frozenset[str],
                     facts_before: frozenset[str] | None,
                     actions: Iterable[Action]) -> frozenset[str]:
-    """:func:`context_lines` of a state's `content` lines, whose file `facts` are known,
-    given the file facts of the state before (None for a run's first state)."""
+    """:func:`context_lines` of a state whose content lines are its `shown` parts (the
+    lines of its text, of its tree) and its file `facts`, given the file facts of the state
+    before (None for a run's first state)."""
     if facts_before is None:
         return frozenset()
     # files left alone keep their very facts (a code snapshot is mostly facts): not copied
     kept = facts if facts is facts_before else facts & facts_before
-    found = [] if facts == facts_before else list(filter(_TEXT.match, content))
+    found = [] if facts == facts_before else \
+        [line for part in shown for line in filter(_TEXT.match, part)]
     text = _action_text(actions)
     if text:  # (the lines whose body the text holds)
         # a fact's body starts with its kind: a text naming none echoes no fact, and most
         # of a code snapshot's lines are facts
-        lines = content if any(kind in text for kind in FACT_KINDS) else content - facts
-        found.extend(compress(lines, map(text.__contains__, map(_echo_body, lines))))
+        echoing = (*shown, facts) if any(kind in text for kind in FACT_KINDS) else shown
+        for lines in echoing:
+            found.extend(compress(lines, map(text.__contains__, map(_echo_body, lines))))
     return kept.union(found) if found else kept

@@ -208,7 +208,7 @@ def fingerprint(observation: Observation, thumbnail_size: int,
         image_sha = shot.sha256
     elif printed is not None:  # fingerprinted by the runner: nothing to decode
         image_sha, phash, thumbnail = printed.sha256, printed.phash, printed.thumbnail
-    context = content_context(content, facts, previous_facts, tuple(actions))
+    context = content_context((shown, tree), facts, previous_facts, tuple(actions))
     return Fingerprint(memo.union("lines", content, place), image_sha, phash, thumbnail,
                        title, label=observation.label, context=context, image=shot,
                        thumbnail_size=thumbnail_size, content=content, facts=facts)
