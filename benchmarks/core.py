@@ -8,7 +8,7 @@ the learn time of 32 runs and the judging table only.
 1. learn time per dev set, and learn time against the number of runs (2 to 32: the
    successful runs of coding-dev, its eight training runs and the ten successful test
    runs, repeated under new run ids past the 18 there are; goal: 32 runs in under 1 s);
-2. validation cost per screenshot frame / PNG decode cost per frame (goal <= 1.5);
+2. validation cost per screenshot frame / PNG decode cost per frame (goal <= 0.3);
 3. judging cost per event (the matcher fed each test run of the dev sets, the real LLM
    agent's conversations of tau-airline-dev among them, and the stream benchmark's
    examples/jupyter runs: fingerprints, candidates, tiers, milestones)
@@ -28,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from goals import goal
 from PIL import Image
 
 from trustlayer.compare.index import StateIndex
@@ -74,7 +75,7 @@ def bench_learn_scaling(name: str = "coding-dev") -> None:
         print(f"learn {name} x{count:>2} runs ({min(count, len(base))} distinct): "
               f"{times[count]:6.2f} s ({times[count] / count:.3f} s per run, "
               f"{times[count] / times[2]:5.1f}x the 2-run time)")
-    print(f"learn 32 runs: {times[32]:.2f} s (goal < 1 s)")
+    print(f"learn 32 runs: {times[32]:.2f} s {goal(times[32], '<=', 1, ' s')}")
 
 
 def bench_validation(model: Model) -> None:
@@ -92,7 +93,7 @@ def bench_validation(model: Model) -> None:
         judge_run(model, run)
     validate = (time.perf_counter() - start) / len(frames)
     print(f"validation per frame {validate * 1e3:.2f} ms / PNG decode per frame "
-          f"{decode * 1e3:.2f} ms = {validate / decode:.2f} (goal <= 1.5)")
+          f"{decode * 1e3:.2f} ms = {validate / decode:.2f} {goal(validate / decode, '<=', 0.3)}")
 
 
 def _tasks(root: Path) -> list[Path]:
@@ -148,8 +149,9 @@ def bench_judging() -> None:
         first = passes[0][0] / passes[0][1]
         print(f"judging {name} {label}: {judge / len(lines) * 1e6:4.0f} us per event / "
               f"json.loads {loads / len(lines) * 1e6:4.1f} us = {judge / loads:5.1f} "
-              f"(first pass {first:5.1f})")
-    print(f"judging per event / json.loads of the same event, all tasks: {judged / loaded:.1f}")
+              f"{goal(judge / loads, '<=', 5)} (first pass {first:5.1f})")
+    print(f"judging per event / json.loads of the same event, all tasks: {judged / loaded:.1f} "
+          f"{goal(judged / loaded, '<=', 5)}")
 
 
 def synthetic_model(size: int, rng: random.Random) -> Model:
