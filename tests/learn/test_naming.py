@@ -39,6 +39,7 @@ def test_milestones_are_named_by_words_not_numbers(model):
 
 #: a control's line in the accessibility tree (its label names what the agent may do)
 CONTROL = re.compile(r'^A\|- (?:button|link|menuitem|tab|option|checkbox|radio|switch) " (.+?) "')
+PANEL = re.compile(r'^A\|- tabpanel " (.+?) "')
 SEPARATOR = re.compile(r"\s+[-|]\s+")
 
 
@@ -50,7 +51,7 @@ def plain(text: str) -> str:
 def test_names_are_no_button_label_number_or_bare_application_name(model):
     """Names a person would give: no ``(2)``, no wildcard, not the application's name
     alone (the title part every titled state shares), not a control's label unless the
-    page's title says it."""
+    page's title or the open panel's name says it."""
     titles = {sid: [t[2:] for t in state.profile.templates if t.startswith("T|")]
               for sid, state in model.states.items()}
     parts = [set(SEPARATOR.split(found[0])) for found in titles.values() if found]
@@ -61,4 +62,26 @@ def test_names_are_no_button_label_number_or_bare_application_name(model):
         assert plain(name) not in {plain(app) for app in shared}, name
         labels = {plain(m.group(1)) for t in state.profile.templates if (m := CONTROL.match(t))}
         detail = plain(name.rsplit(": ", 1)[-1])
-        assert detail not in labels or any(detail in plain(t) for t in titles[sid]), name
+        panels = {plain(m.group(1)) for t in state.profile.templates if (m := PANEL.match(t))}
+        # a label the page's title says, or the open view's (a tab names its panel)
+        assert detail not in labels or detail in panels \
+            or any(detail in plain(t) for t in titles[sid]), name
+
+
+#: a control's or a table part's line, YAML-quoted or not (``'menuitemcheckbox "Spaces: 1"'``)
+LABELLED = re.compile(r"""^A\|- '? ?(?:button|link|menuitem\w*|tab|option|checkbox|radio|switch|"""
+                      r"""row|cell|gridcell|columnheader|rowheader) " (.+?) \"""")
+
+
+def test_no_name_is_completed_by_a_piece_of_a_control_or_a_table_row(model):
+    """A shortcut split off a menu item (``Alt+Up``), a row or a cell of a table say
+    nothing of where the agent is: never the detail that tells a state apart."""
+    for state in model.states.values():
+        head, _, detail = state.name.rpartition(": ")
+        titles = [plain(t[2:]) for t in state.profile.templates if t.startswith("T|")]
+        if not head or re.search(r"\(\d+ of \d+\)$", detail) \
+                or any(plain(detail) in title for title in titles):  # the page's own title
+            continue
+        labels = {plain(m.group(1)) for t in state.profile.templates if (m := LABELLED.match(t))}
+        piece = plain(detail.strip("…"))
+        assert not piece or not any(piece in label for label in labels), state.name

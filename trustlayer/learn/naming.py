@@ -2,12 +2,14 @@
 
 A state's name is its `label` if the runner gave one; else the title of a dialog in its
 accessibility tree, its window title without the application's name (the title part every
-titled state shares: ``untitled.txt`` of ``untitled.txt - JupyterLab``), or for a tool's
-output the command that led to it (``read_file slugify/slugify.py``). A name that does not
-single the state out is completed by its most telling content, a heading first, then a
-line few states show, never a control's bare label (a dialog's ``Cancel`` names it no
-better than any dialog's): the content the states of the same name lack when there is
-some. Names are written as a training run showed them (``python-slugify``, not the
+titled state shares: ``untitled.txt`` of ``untitled.txt - JupyterLab``), the name of the
+open tab panel (the view a tabbed area shows), or for a tool's output the command that led
+to it (``read_file slugify/slugify.py``). A name that does not single the state out is
+completed by its most telling content, a heading or a section's title first, then a line
+few states show, never a control's label nor a table's row or cell, nor a piece of one (a
+dialog's ``Cancel`` names it no better than any dialog's; a menu item's shortcut, a row of
+data say nothing of where the agent is): the content the states of the same name lack
+when there is some. Names are written as a training run showed them (``python-slugify``, not the
 template's tokens ``python - slugify``), with masked and varying values as ``…``; lines
 that are mostly numbers (a cursor position in a status bar) tell least.
 """
@@ -30,7 +32,7 @@ _WORD = re.compile(r"[^\W\d_]{3,}")  # a word worth reading in a name
 _PLACEHOLDER = re.compile(r"<[a-z]+>|<\*\*?>")
 _DIALOG = re.compile(r'^(?:dialog|alertdialog) "([^"]+)"')
 #: an accessibility line with a name (``button "Save"``) or a text (``text: Saved``)
-_NAMED = re.compile(r'^([a-z]+) "((?:[^"\\]|\\.)+)"|^([a-z]+): (.+)$')
+_NAMED = re.compile(r"""^'?([a-z]+) "((?:[^"\\]|\\.)+)"|^([a-z]+): (.+)$""")  # YAML may quote it
 #: WAI-ARIA roles of controls: their label names what the agent may do, not where it is
 CONTROLS = frozenset(("button", "link", "menuitem", "menuitemcheckbox", "menuitemradio",
                       "tab", "option", "checkbox", "radio", "switch", "combobox", "textbox",
@@ -38,6 +40,11 @@ CONTROLS = frozenset(("button", "link", "menuitem", "menuitemcheckbox", "menuite
                       "tablist", "toolbar", "listbox"))
 #: separators of a window title's parts (``page - app``, ``page | site``)
 _TITLE_SEPARATOR = r"\s+[-|—–·]\s+"
+#: WAI-ARIA roles of a table's parts: a cell's text is data, not where the agent is
+TABULAR = frozenset(("row", "cell", "gridcell", "columnheader", "rowheader"))
+#: roles whose name titles a part of the screen (a section, a notice), read before other text
+TITLED = frozenset(("heading", "region", "status", "alert"))
+_PANEL = re.compile(r'^tabpanel "([^"]+)"')  # the open document or view of a tabbed area
 COMMANDS = ("tool:", "api:")  # actions whose command names the output they led to
 Examples = Sequence[frozenset[str]]  # the canonical lines of a state's members
 
@@ -141,7 +148,10 @@ def _base_name(state: ModelState, labels: Sequence[str], titles: Sequence[str],
     if dialog:
         return _shorten(dialog.strip())
     title = without_app(Counter(titles).most_common(1)[0][0], app) if titles else ""
-    return _shorten(title) if title else _command(commands)
+    if title:
+        return _shorten(title)
+    panel = next((m.group(1) for text in shown if (m := _PANEL.match(text))), None)
+    return _shorten(panel.strip()) if panel else _command(commands)
 
 
 def _details(state: ModelState, lines: dict[int, str], frequency: Counter[str]) -> list[Detail]:
@@ -156,16 +166,31 @@ def _details(state: ModelState, lines: dict[int, str], frequency: Counter[str]) 
         text = _example(state, template, lines)
         named = _NAMED.match(text) if template.startswith("A|") else None
         role = named and (named.group(1) or named.group(3))
-        if named and role in CONTROLS:
+        if named and (role in CONTROLS or role in TABULAR):
             controls.add(named.group(2) or named.group(4))
         elif named or not template.startswith("A|"):
             shown = (named.group(2) or named.group(4)).replace('\\"', '"') if named else text
-            found.append(Detail(template, shown, role == "heading", template in salient))
-    found = [d for d in found if d.text not in controls and _WORD.search(d.text)]
+            found.append(Detail(template, shown, role in TITLED, template in salient))
+    found = [d for d in found if _WORD.search(d.text) and not _part_of(d.text, controls)]
     return sorted(found, key=lambda d: (not d.salient, _digit_share(d.text) > 0.25,
                                         frequency[d.template], not d.heading,
                                         not is_exact(d.template),
                                         PREFERENCE.get(d.template[0], 3), len(d.text), d.text))
+
+
+def _part_of(text: str, labels: set[str]) -> bool:
+    """Whether `text` is one of `labels` or a run of whole words in one (a control's
+    label split into text nodes: its shortcut, the words of a table's row).
+
+    >>> _part_of("Alt + Up", {"Access Previous Entry Alt + Up"}), _part_of("Up", {"Upload"})
+    (True, False)
+    >>> _part_of("39 The Map … Duarte…", {"39 The Map of Ana Duarte Fantasy…"})
+    True
+    """
+    # both may be shortened or have varying words (``…``): each piece of one in the other
+    pieces = [f" {piece.strip()} " for piece in text.split("…") if piece.strip()]
+    return any(all(piece in f" {label.replace('…', ' ')} " for piece in pieces)
+               for label in labels)
 
 
 def _telling(details: list[Detail], others: list[list[Detail]], name: str,
