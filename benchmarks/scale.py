@@ -14,7 +14,8 @@ from pathlib import Path
 
 from trustlayer.judge.matcher import Matcher
 from trustlayer.learn.learner import learn
-from trustlayer.observe.traces import parse_event, read_runs
+from trustlayer.observe.event_parsing import parse_event
+from trustlayer.observe.traces import read_runs
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -49,7 +49,7 @@ from stream.models.registry import ModelRegistry
 from stream.worker import transport
 from stream.worker.config import GC_THRESHOLDS
 from trustlayer.learn.learner import learn
-from trustlayer.observe.traces import run_of_events
+from trustlayer.observe.event_parsing import run_of_events
 
 FLEET_AGENTS = 24  # runners publishing at once in the latency runs
 

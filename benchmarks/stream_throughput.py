@@ -56,7 +56,7 @@ from stream.kafka.names import topic_names
 from stream.kafka.processes import stopped_as_by_ctrl_c
 from stream.kafka.topics import ensure_topics
 from trustlayer.learn.learner import learn
-from trustlayer.observe.traces import run_of_events
+from trustlayer.observe.event_parsing import run_of_events
 
 
 def main() -> int:

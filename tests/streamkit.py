@@ -36,7 +36,8 @@ from stream.models.attest import Signer, local_signer  # noqa: E402
 from trustlayer.judge.matcher import judge_run  # noqa: E402
 from trustlayer.judge.status import VALIDATE_FIELDS  # noqa: E402
 from trustlayer.learn.learner import learn  # noqa: E402
-from trustlayer.observe.traces import Run, read_runs  # noqa: E402
+from trustlayer.observe.trace_events import Run  # noqa: E402
+from trustlayer.observe.traces import read_runs  # noqa: E402
 
 
 def unique(prefix: str) -> str:

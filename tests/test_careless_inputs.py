@@ -11,7 +11,7 @@ import pytest
 from devsets import EXAMPLES
 
 from trustlayer.errors import TraceError
-from trustlayer.observe.traces import parse_event
+from trustlayer.observe.event_parsing import parse_event
 from trustlayer.show.ci import junit_xml
 
 TRAIN = EXAMPLES / "jupyter" / "train"

@@ -9,7 +9,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from trustlayer.observe.traces import Run, parse_event
+from trustlayer.observe.event_parsing import parse_event
+from trustlayer.observe.trace_events import Run
 
 MILESTONES = ("Home", "Search dialog", "Search results", "Details page", "Confirmation")
 

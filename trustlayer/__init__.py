@@ -28,7 +28,7 @@ _PUBLIC = {"ModelError": ("trustlayer.errors", "ModelError"),
            "judge_run": ("trustlayer.judge.matcher", "judge_run"),
            "learn_model": ("trustlayer.learn.learner", "learn"),
            "Model": ("trustlayer.model", "Model"),
-           "Run": ("trustlayer.observe.traces", "Run"),
+           "Run": ("trustlayer.observe.trace_events", "Run"),
            "read_run": ("trustlayer.observe.traces", "read_run"),
            "read_runs": ("trustlayer.observe.traces", "read_runs"),
            "Settings": ("trustlayer.settings", "Settings")}

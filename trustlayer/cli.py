@@ -38,7 +38,7 @@ from trustlayer.validate_command import command_model as _model
 
 if TYPE_CHECKING:
     from trustlayer.model import Model
-    from trustlayer.observe.traces import Run
+    from trustlayer.observe.trace_events import Run
     from trustlayer.score.selfcheck import CheckReport
 
 DISTRIBUTION = "trustlayer-judge"  # the name on the package index; `trustlayer` is taken

@@ -12,7 +12,7 @@ from typing import Any
 from trustlayer.errors import EXIT_OK, UsageError
 from trustlayer.judge.explain import analyse_runs
 from trustlayer.judge.fleet import Fleet, judge_fleet, read_fleet
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 from trustlayer.show.html import write_report
 
 

@@ -12,7 +12,8 @@ from tqdm import tqdm
 
 from trustlayer.errors import ModelError, TraceError, UsageError
 from trustlayer.model import Model
-from trustlayer.observe.traces import Run, read_run, trace_files
+from trustlayer.observe.trace_events import Run
+from trustlayer.observe.traces import read_run, trace_files
 
 
 def progress(items: Sequence, description: str, quiet: bool) -> Any:

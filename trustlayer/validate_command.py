@@ -15,7 +15,7 @@ from trustlayer.show.escape import printable
 
 if TYPE_CHECKING:
     from trustlayer.model import Model
-    from trustlayer.observe.traces import Run
+    from trustlayer.observe.trace_events import Run
 
 # how each command that reads a model is called: its error when the arguments are swapped
 MODEL_USAGE = {"check": "MODEL.json RUN...", "validate": "MODEL.json RUN...",

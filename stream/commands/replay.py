@@ -50,7 +50,7 @@ def read_events(paths: Sequence[str | Path], screenshots: str = "inline") -> lis
 
     Each file is read with :func:`trustlayer.observe.traces.read_run` (lines end at ``\n`` only, so
     a raw U+2028 inside a string stays in it), so a bad trace fails here with its file and
-    line (:class:`~trustlayer.observe.traces.TraceError`), not in the worker.
+    line (:class:`~trustlayer.errors.TraceError`), not in the worker.
     """
     convert = SCREENSHOT_MODES[screenshots]
     return [[convert(event.raw, path.parent) for event in read_run(path).events]

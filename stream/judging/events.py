@@ -14,8 +14,9 @@ from typing import Any, Protocol
 from stream.deadletter import Rejected
 from trustlayer.errors import TraceError, cut
 from trustlayer.model import Model
+from trustlayer.observe.event_parsing import parse_event
 from trustlayer.observe.json_fit import MAX_NESTING
-from trustlayer.observe.traces import Event, parse_event
+from trustlayer.observe.trace_events import Event
 
 
 class Models(Protocol):

@@ -8,7 +8,7 @@ from stream.deadletter import REASONS
 from stream.judging.releases import Releases
 from trustlayer.judge.status import FAILED, Status
 from trustlayer.model import Model
-from trustlayer.observe.traces import EVENT_KINDS
+from trustlayer.observe.trace_events import EVENT_KINDS
 
 RELEASE_STATUSES = ("passed", "failed", "incomplete")
 

@@ -51,7 +51,8 @@ from stream.models.attest import canonical
 from stream.models.registry import ModelRegistry
 from trustlayer.errors import TraceError
 from trustlayer.judge.faults import feed_checked
-from trustlayer.observe.traces import Event, parse_event
+from trustlayer.observe.event_parsing import parse_event
+from trustlayer.observe.trace_events import Event
 
 log = logging.getLogger(__name__)
 

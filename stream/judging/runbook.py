@@ -30,7 +30,7 @@ from trustlayer.judge.matcher import Matcher
 from trustlayer.judge.resume import given_up, restore, snapshot
 from trustlayer.judge.status import Status
 from trustlayer.model import Model
-from trustlayer.observe.traces import Event
+from trustlayer.observe.trace_events import Event
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from stream.judging.events import Decoded
 from trustlayer.errors import UnjudgeableEvent
 from trustlayer.observe.fingerprints import SIGNATURE_SIDE
 from trustlayer.observe.images import ImageRef, Pixels, decode_gray
-from trustlayer.observe.traces import Event
+from trustlayer.observe.trace_events import Event
 
 #: Pixels of the largest screenshot decoded in the judge's turn: up to a common screen's
 #: size a decode is short enough for the loop's other work to wait, while the hand-over to

@@ -31,7 +31,7 @@ from trustlayer.judge.faults import feed_checked
 from trustlayer.judge.matcher import Matcher
 from trustlayer.judge.status import Status
 from trustlayer.model import Model
-from trustlayer.observe.traces import Event
+from trustlayer.observe.trace_events import Event
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from stream.models.registry import milestone_twins
 from trustlayer.judge.deadlines import deadline, learned_silence
 from trustlayer.judge.matcher import judged
 from trustlayer.model import Model
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 
 
 def _durations(model: Model, run: Run) -> Iterator[tuple[str, str, float]]:

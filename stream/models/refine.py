@@ -39,7 +39,7 @@ from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import LearnError, learn
 from trustlayer.model import Model
 from trustlayer.observe.steps import run_steps
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from trustlayer.errors import ModelError
 from trustlayer.model import Model
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 
 log = logging.getLogger(__name__)
 

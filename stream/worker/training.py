@@ -21,7 +21,9 @@ from stream.worker.model_feed import ModelFeed
 from stream.worker.progress import Progress
 from stream.worker.tables import TableStore
 from trustlayer.errors import TraceError
-from trustlayer.observe.traces import Run, read_training, run_of_events
+from trustlayer.observe.event_parsing import run_of_events
+from trustlayer.observe.trace_events import Run
+from trustlayer.observe.traces import read_training
 
 log = logging.getLogger("trustlayer.worker")
 

@@ -11,7 +11,8 @@ from trustlayer.judge.matcher import Matcher, judge_run
 from trustlayer.judge.reasons import EXTRA_EFFECT, MISSING_EFFECT, UNTOLD_FACT
 from trustlayer.learn.learner import learn
 from trustlayer.model import Model
-from trustlayer.observe.traces import Run, parse_event
+from trustlayer.observe.event_parsing import parse_event
+from trustlayer.observe.trace_events import Run
 
 Turn = tuple[Any, ...]
 

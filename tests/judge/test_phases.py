@@ -13,7 +13,9 @@ from trustlayer.judge.phases import (
     where,
 )
 from trustlayer.learn.learner import learn
-from trustlayer.observe.traces import Run, parse_event, read_run, read_runs
+from trustlayer.observe.event_parsing import parse_event
+from trustlayer.observe.trace_events import Run
+from trustlayer.observe.traces import read_run, read_runs
 
 
 def text_run(run_id: str, screens: list[str]) -> Run:

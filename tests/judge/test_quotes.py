@@ -4,7 +4,8 @@ from devsets import EXAMPLES
 from trustlayer.judge.quotes import LINE_CHARS, telling_line
 from trustlayer.learn.learner import learn
 from trustlayer.observe.fingerprints import Fingerprint
-from trustlayer.observe.traces import Observation, read_runs
+from trustlayer.observe.trace_events import Observation
+from trustlayer.observe.traces import read_runs
 
 MODEL = learn(read_runs([EXAMPLES / "jupyter" / "train"]))
 

@@ -7,7 +7,7 @@ from tracegen import tool_run
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
 from trustlayer.observe.edits import RemovalLedger, diff_changes, required_removals
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 
 TASK = "Task: move helper() from a.py to b.py"
 OLD = "def helper(x):\n    return x * 2\n"

@@ -9,7 +9,8 @@ from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
 from trustlayer.observe.fingerprints import fingerprint, image_signature
 from trustlayer.observe.images import ImageRef
-from trustlayer.observe.traces import Observation, read_runs
+from trustlayer.observe.trace_events import Observation
+from trustlayer.observe.traces import read_runs
 
 JUPYTER = EXAMPLES / "jupyter"
 

@@ -11,8 +11,9 @@ from trustlayer.cli import main
 from trustlayer.errors import TraceError
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
+from trustlayer.observe.event_parsing import parse_event
 from trustlayer.observe.runner_prints import fingerprint_screenshots
-from trustlayer.observe.traces import parse_event, read_run, read_runs, trace_files
+from trustlayer.observe.traces import read_run, read_runs, trace_files
 from trustlayer.settings import Settings
 
 JUPYTER = EXAMPLES / "jupyter"

@@ -10,14 +10,9 @@ from PIL import Image
 
 from trustlayer.cli import main
 from trustlayer.errors import TraceError
+from trustlayer.observe.event_parsing import parse_event, run_of_events
 from trustlayer.observe.images import ImageRef
-from trustlayer.observe.traces import (
-    parse_event,
-    read_run,
-    read_runs,
-    read_training,
-    run_of_events,
-)
+from trustlayer.observe.traces import read_run, read_runs, read_training
 from trustlayer.settings import Settings
 
 GOOD = [

@@ -16,7 +16,8 @@ from brokenimages import BREAKAGES, BROKEN_SEQ, RUN, broken_run
 from devsets import EXAMPLES
 
 from trustlayer.errors import TraceError
-from trustlayer.observe.traces import parse_event, read_run
+from trustlayer.observe.event_parsing import parse_event
+from trustlayer.observe.traces import read_run
 from trustlayer.settings import Settings
 
 TRAIN = EXAMPLES / "jupyter" / "train"

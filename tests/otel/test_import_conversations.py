@@ -16,7 +16,8 @@ from opentelemetry.trace import Status, StatusCode
 from otel_spans import span_writer
 
 from trustlayer.cli import main
-from trustlayer.observe.traces import Run, read_runs
+from trustlayer.observe.trace_events import Run
+from trustlayer.observe.traces import read_runs
 
 SMTP_DOWN = "421 service not available"
 

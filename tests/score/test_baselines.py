@@ -13,7 +13,9 @@ from PIL import Image
 
 from trustlayer.cli import main
 from trustlayer.learn.learner import learn
-from trustlayer.observe.traces import Run, parse_event, read_runs
+from trustlayer.observe.event_parsing import parse_event
+from trustlayer.observe.trace_events import Run
+from trustlayer.observe.traces import read_runs
 from trustlayer.score import baselines
 from trustlayer.score.baselines import FAIL, NOT_APPLICABLE, PASS
 

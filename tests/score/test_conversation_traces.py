@@ -10,7 +10,8 @@ from devsets import DEVTRACES, SHARED
 
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
-from trustlayer.observe.traces import Run, load_labels, read_runs
+from trustlayer.observe.trace_events import Run
+from trustlayer.observe.traces import load_labels, read_runs
 
 pytestmark = DEVTRACES
 TAU = SHARED / "tau-airline-dev"

@@ -14,7 +14,7 @@ from typing import Any
 
 from trustlayer.chat.logs import Conversation, chat_files, read_conversations
 from trustlayer.errors import TraceError
-from trustlayer.observe.traces import OUTCOMES
+from trustlayer.observe.trace_events import OUTCOMES
 from trustlayer.runner.conversions import file_safe, tool_call
 from trustlayer.runner.events import EventBuilder
 

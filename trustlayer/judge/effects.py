@@ -26,7 +26,7 @@ from trustlayer.judge.reasons import (
 from trustlayer.judge.signs import AGENT_ERROR, PRODUCT_BUG
 from trustlayer.model_effects import EffectSpine, Required
 from trustlayer.observe.conversation import Call, CallWatch, View, facts, said
-from trustlayer.observe.traces import Event
+from trustlayer.observe.trace_events import Event
 
 Failure = tuple[str, Reason, str]  # cause, short reason, details
 SHORT_ARGS = 2  # arguments named in a short reason (its details name them all)

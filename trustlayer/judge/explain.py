@@ -15,7 +15,7 @@ from trustlayer.judge.phases import frame_phases, where
 from trustlayer.judge.status import FAILED, Status
 from trustlayer.model import Model
 from trustlayer.observe.steps import Step, run_steps
-from trustlayer.observe.traces import Event, Run
+from trustlayer.observe.trace_events import Event, Run
 
 MAX_DOUBTS = 6
 

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from trustlayer.errors import UnjudgeableEvent
 from trustlayer.judge.status import Status
-from trustlayer.observe.traces import Event
+from trustlayer.observe.trace_events import Event
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from trustlayer.inputs import load_model, progress, read_traces
 from trustlayer.judge.matcher import judge_run
 from trustlayer.judge.status import VALIDATE_FIELDS
 from trustlayer.model import Model
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 
 
 def is_models_dir(path: str | Path) -> bool:

@@ -17,7 +17,7 @@ from trustlayer.observe.steps import action_signatures
 if TYPE_CHECKING:
     from trustlayer.model import Model
     from trustlayer.observe.steps import Step
-    from trustlayer.observe.traces import Observation
+    from trustlayer.observe.trace_events import Observation
 
 
 class Observed(NamedTuple):

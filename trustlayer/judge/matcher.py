@@ -47,7 +47,7 @@ from trustlayer.model import Model
 from trustlayer.observe.edits import RemovalLedger, changed_in_facts, describe
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.steps import Step, StepBuilder
-from trustlayer.observe.traces import Event, Observation, Run
+from trustlayer.observe.trace_events import Event, Observation, Run
 
 
 class Matcher:

@@ -8,7 +8,7 @@ from typing import Any
 
 from trustlayer.model import Model
 from trustlayer.observe.canonical import shows
-from trustlayer.observe.traces import Action
+from trustlayer.observe.trace_events import Action
 
 
 @dataclass

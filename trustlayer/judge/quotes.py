@@ -18,7 +18,7 @@ from trustlayer.model import Model
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.templates import word_tokens
-from trustlayer.observe.traces import Observation
+from trustlayer.observe.trace_events import Observation
 
 #: A quoted line keeps at most this many words (then "…").
 LINE_WORDS = 9

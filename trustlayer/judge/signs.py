@@ -25,7 +25,7 @@ from trustlayer.model import Model
 from trustlayer.observe.edits import WordLedger, changed_in_facts, taken_out
 from trustlayer.observe.steps import Step, in_words
 from trustlayer.observe.templates import shape_of
-from trustlayer.observe.traces import Observation
+from trustlayer.observe.trace_events import Observation
 
 MAX_QUOTED = 60  # characters of a line quoted in a reason
 _PLAIN = re.compile(r'^- (?:[a-z]+ )?"(.*)"$')  # an accessibility line: its name

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from trustlayer.model_effects import EffectSpine, Required
 from trustlayer.observe.conversation import Call, View, effect_calls, is_conversation, new_facts
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 
 
 def _agreed(views_per_run: Sequence[set[View]]) -> View:

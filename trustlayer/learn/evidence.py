@@ -42,7 +42,7 @@ from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.context import context_lines
 from trustlayer.observe.steps import Step, by_agent
 from trustlayer.observe.templates import WILDCARD, Profile, says_something, template_form
-from trustlayer.observe.traces import Observation, Run
+from trustlayer.observe.trace_events import Observation, Run
 
 Path = Sequence[tuple[str, Step]]  # a run's (model state id, step) in order
 OUTPUT_ACTION_TYPES = ("tool", "api")

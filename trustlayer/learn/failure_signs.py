@@ -43,7 +43,7 @@ from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.edits import IDENTIFIER, added_only, changed_in_facts, required_words
 from trustlayer.observe.steps import Step
 from trustlayer.observe.templates import shape_of, word_tokens
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 
 Path = Sequence[Step]  # one successful run's steps, in order
 CHANGED = "F|changed "

@@ -43,7 +43,7 @@ from trustlayer.model import Model, ModelState
 from trustlayer.model_effects import EffectSpine
 from trustlayer.observe.edits import required_removals
 from trustlayer.observe.steps import Step, action_signatures, run_steps
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 from trustlayer.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from trustlayer.learn.profiles import (
 )
 from trustlayer.model import ModelState
 from trustlayer.observe.steps import Step, run_steps
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 from trustlayer.settings import Settings
 
 MAX_EXEMPLARS = 3

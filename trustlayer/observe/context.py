@@ -22,7 +22,7 @@ from functools import lru_cache
 from itertools import compress
 
 from trustlayer.observe.canonical import FACT_KINDS, content_lines, mask
-from trustlayer.observe.traces import Action
+from trustlayer.observe.trace_events import Action
 
 MIN_ECHO_CHARS = 6  # shorter bodies ("ok", "+ x") are too common to be taken as echoes
 _DIFF_MARK = re.compile(r"^[-+>$#]+ ?")  # diff, prompt and quote marks before an echo

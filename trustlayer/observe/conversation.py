@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
-from trustlayer.observe.traces import Action, Event, Run
+from trustlayer.observe.trace_events import Action, Event, Run
 
 #: A string argument of this many words or more is the agent's own wording, not a value.
 PROSE_WORDS = 4

@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from trustlayer.observe.canonical import mask
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 
 _FILE_HEADER = "+++ b/"
 _CONTENT = "F|content "  # see trustlayer.observe.canonical.file_facts

@@ -30,7 +30,7 @@ from trustlayer.observe.canonical import (
 from trustlayer.observe.context import content_context
 from trustlayer.observe.context import file_facts as facts_of
 from trustlayer.observe.images import ImageRef
-from trustlayer.observe.traces import Action, Observation
+from trustlayer.observe.trace_events import Action, Observation
 
 HASH_IMAGE_SIZE = 32
 #: The shorter side a screenshot is decoded to for its signature (``ImageRef.gray``).

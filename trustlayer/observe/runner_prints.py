@@ -29,7 +29,7 @@ def fingerprint_screenshots(event: dict[str, Any], base_dir: Path | None,
                             line: int | None = None) -> dict[str, Any]:
     """`event` (one JSON object of the trace format) with its screenshot, a path relative
     to `base_dir` or a data URI, replaced by its fingerprint. Events without a screenshot
-    come back unchanged; a bad screenshot raises :class:`~trustlayer.observe.traces.TraceError`.
+    come back unchanged; a bad screenshot raises :class:`~trustlayer.errors.TraceError`.
 
     >>> fingerprint_screenshots({"kind": "action", "action": {"type": "wait"}}, None)
     {'kind': 'action', 'action': {'type': 'wait'}}

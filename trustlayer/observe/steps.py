@@ -9,7 +9,7 @@ from typing import Any
 from trustlayer.observe.context import file_facts
 from trustlayer.observe.fingerprints import Fingerprint, LineMemo, fingerprint
 from trustlayer.observe.templates import word_tokens
-from trustlayer.observe.traces import Action, Event, Run
+from trustlayer.observe.trace_events import Action, Event, Run
 from trustlayer.settings import Settings
 
 NO_ACTION = "(none)"

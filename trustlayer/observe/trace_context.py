@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import secrets
 
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 
 TRACEPARENT = "traceparent"
 # version 00: 32 hex digits of trace id, 16 of parent span id, 2 of flags (all-zero ids invalid)

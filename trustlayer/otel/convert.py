@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trustlayer.errors import TraceError
-from trustlayer.observe.traces import OUTCOMES
+from trustlayer.observe.trace_events import OUTCOMES
 from trustlayer.otel.conventions import SERVICE_VERSION, Step, run_key, step_of
 from trustlayer.otel.otlp import Span, otlp_files, read_spans
 from trustlayer.runner.conversions import run_ids, tool_call

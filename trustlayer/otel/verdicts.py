@@ -16,7 +16,7 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 
 EVENT_NAME = "gen_ai.evaluation.result"
 EVALUATION_NAME = "trustlayer.verdict"

@@ -1,5 +1,5 @@
 """The events of one run, built and checked at the runner: numbered, time-stamped and
-validated by the judge's own :func:`~trustlayer.observe.traces.parse_event`, so an event a
+validated by the judge's own :func:`~trustlayer.observe.event_parsing.parse_event`, so an event a
 runner sends is one the judge reads (a bad one is refused here, with the field named)."""
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from trustlayer.errors import TraceError
+from trustlayer.observe.event_parsing import parse_event
 from trustlayer.observe.runner_prints import fingerprint_screenshots
-from trustlayer.observe.traces import FORMAT_VERSION, parse_event
+from trustlayer.observe.trace_events import FORMAT_VERSION
 from trustlayer.runner.json_forms import NoJsonForm, json_form
 from trustlayer.settings import Settings
 

@@ -17,7 +17,7 @@ product bug from an agent error. Each is given the strongest fair reading:
   reference run. Pixelmatch's anti-aliasing exemption is not applied.
 * :func:`trajectory_superset`: as LangChain agentevals' superset trajectory match, the
   run's actions include every action of some reference run, in any order (actions
-  compared by their canonical signature, :meth:`trustlayer.observe.traces.Action.signature`).
+  compared by their canonical signature, :meth:`trustlayer.observe.trace_events.Action.signature`).
 * :func:`final_state`: as outcome evaluators do, the run's last state is equivalent (the
   same tiers) to a state that ended a successful training run.
 """
@@ -35,7 +35,7 @@ from trustlayer.compare.equivalence import judge
 from trustlayer.graph_marks import SUCCESS
 from trustlayer.model import Model
 from trustlayer.observe.steps import run_steps
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 
 PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "n/a"
 PLAYWRIGHT_THRESHOLD = 0.2  # toHaveScreenshot's default `threshold` (pixelmatch, YIQ)

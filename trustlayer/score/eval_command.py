@@ -82,7 +82,8 @@ def _compare_judges(args: argparse.Namespace) -> int:
     """``trustlayer eval`` with ``--baselines``, ``--markdown`` or a folder of tasks: every
     judge (trustlayer and the baselines) scored per task."""
     from trustlayer.inputs import load_model
-    from trustlayer.observe.traces import Run, load_labels, read_runs
+    from trustlayer.observe.trace_events import Run
+    from trustlayer.observe.traces import load_labels, read_runs
     from trustlayer.score.evaluation import (
         TaskResult,
         compare,

@@ -18,7 +18,8 @@ from trustlayer.compare.llm import judge_for
 from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
 from trustlayer.model import Model
-from trustlayer.observe.traces import Run, load_labels, read_runs, read_training
+from trustlayer.observe.trace_events import Run
+from trustlayer.observe.traces import load_labels, read_runs, read_training
 from trustlayer.score.baselines import BASELINES, NOT_APPLICABLE
 from trustlayer.score.scores import Scores
 from trustlayer.settings import Settings

@@ -21,7 +21,7 @@ from trustlayer.judge.matcher import judge_run
 from trustlayer.judge.status import Status
 from trustlayer.learn.learner import learn
 from trustlayer.model import Model
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 from trustlayer.settings import Settings
 
 Progress = Callable[[Iterable], Iterable]

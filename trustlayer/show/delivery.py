@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from trustlayer.errors import UsageError
 from trustlayer.observe.trace_context import run_trace
-from trustlayer.observe.traces import Run
+from trustlayer.observe.trace_events import Run
 
 EXPORTER_LOGGER = "opentelemetry.exporter"
 

@@ -35,7 +35,7 @@ from trustlayer.judge.explain import Frame, RunView
 from trustlayer.judge.phases import Phase, phases
 from trustlayer.model import Model
 from trustlayer.observe.steps import Step
-from trustlayer.observe.traces import Event, Run
+from trustlayer.observe.trace_events import Event, Run
 from trustlayer.show.layout import (
     BACK_ARC_DROP,
     GAP_X,

@@ -12,7 +12,7 @@ from stream.judging.settings import WorkerSettings
 from stream.models.registry import ModelRegistry
 from trustlayer.judge.deadlines import DEADLINE_FLOOR, DEADLINE_MIN_OBSERVATIONS, deadline
 from trustlayer.judge.matcher import Matcher
-from trustlayer.observe.traces import parse_event
+from trustlayer.observe.event_parsing import parse_event
 
 
 def with_timing(max_seconds: float, observations: int):

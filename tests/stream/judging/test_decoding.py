@@ -17,8 +17,8 @@ from stream.judging.events import Decoded
 from stream.judging.screenshots import Decoder, ReadAhead
 from stream.worker.offload import child_processes
 from trustlayer.errors import UnjudgeableEvent
+from trustlayer.observe.event_parsing import parse_event
 from trustlayer.observe.images import ImageRef
-from trustlayer.observe.traces import parse_event
 
 
 def decode(shot: ImageRef, budget: float) -> float:

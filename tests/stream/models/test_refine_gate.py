@@ -19,7 +19,8 @@ from stream.models.registry import ModelRegistry
 from trustlayer.judge.deadlines import deadline, learned_silence
 from trustlayer.judge.matcher import Matcher
 from trustlayer.learn.learner import TIME_CEILING, TIME_STRETCH, learn, time_bound
-from trustlayer.observe.traces import Run, parse_event
+from trustlayer.observe.event_parsing import parse_event
+from trustlayer.observe.trace_events import Run
 
 TASK = model().task
 
