@@ -4,7 +4,7 @@ and never covers words no successful run showed; the matcher's quick set test lo
 
 from devsets import EXAMPLES
 
-from trustlayer.compare.equivalence import decide, judge
+from trustlayer.compare.equivalence import Allowances, decide, judge
 from trustlayer.compare.index import index_of
 from trustlayer.learn.learner import learn
 from trustlayer.learn.profiles import learn_profile, learned_tolerance
@@ -53,16 +53,18 @@ def test_a_panel_some_members_showed_is_learned_as_tolerance():
 def test_known_extra_lines_within_the_learned_tolerance_match():
     editor = state(EDITOR, EDITOR | PANEL, EDITOR)
     words = known_words(editor)
-    decision = decide(fp(EDITOR | KNOWN_EXTRA), editor, Settings(), known_words=words)
+    decision = decide(fp(EDITOR | KNOWN_EXTRA), editor, Settings(), Allowances(known_words=words))
     assert decision.same, decision.evidence
     # without the learned tolerance (one look-alike member each) the same lines are too many
     strict = state(EDITOR, EDITOR)
-    assert not decide(fp(EDITOR | KNOWN_EXTRA), strict, Settings(), known_words=words).same
+    assert not decide(fp(EDITOR | KNOWN_EXTRA), strict, Settings(),
+                      Allowances(known_words=words)).same
 
 
 def test_words_no_successful_run_showed_are_never_tolerated():
     editor = state(EDITOR, EDITOR | PANEL, EDITOR)
-    decision = decide(fp(EDITOR | ERROR), editor, Settings(), known_words=known_words(editor))
+    decision = decide(fp(EDITOR | ERROR), editor, Settings(),
+                      Allowances(known_words=known_words(editor)))
     assert not decision.same
     assert "X|Error: permission denied" in decision.evidence["unexplained"]
 
@@ -75,7 +77,7 @@ def test_without_known_words_only_the_settings_tolerance_applies():
 def test_a_missing_salient_line_is_never_tolerated():
     editor = state(EDITOR, EDITOR | PANEL, EDITOR)
     renamed = {line.replace("notes.txt", "draft.md") for line in EDITOR}
-    decision = decide(fp(renamed), editor, Settings(), known_words=known_words(editor))
+    decision = decide(fp(renamed), editor, Settings(), Allowances(known_words=known_words(editor)))
     assert decision.verdict == "different" and decision.evidence["missing"]
 
 
@@ -101,11 +103,12 @@ def test_lines_some_successful_runs_showed_at_another_state_are_no_news():
     editor = state(EDITOR, EDITOR)
     extras = learn_profile([frozenset(PANEL)])
     words = known_words(start, editor)
-    assert not decide(fp(EDITOR | PANEL), editor, Settings(), known_words=words).same
-    assert decide(fp(EDITOR | PANEL), editor, Settings(), known_words=words, extras=extras).same
+    assert not decide(fp(EDITOR | PANEL), editor, Settings(), Allowances(known_words=words)).same
+    assert decide(fp(EDITOR | PANEL), editor, Settings(),
+                  Allowances(known_words=words, extras=extras)).same
     # ... but never in place of a line the state needs, nor beside an error
     assert not decide(fp(EDITOR - {"X|hello world"} | PANEL), editor, Settings(),
-                      known_words=words, extras=extras).same
+                      Allowances(known_words=words, extras=extras)).same
     assert not decide(fp(EDITOR | PANEL | ERROR), editor, Settings(),
-                      known_words=words, extras=extras).same
+                      Allowances(known_words=words, extras=extras)).same
 

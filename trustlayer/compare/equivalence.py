@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -29,15 +28,35 @@ from trustlayer.compare.llm import LLMJudge
 from trustlayer.compare.typed_text import holding_typed, typed_variants
 from trustlayer.compare.visual import hamming, masked_ssim
 from trustlayer.model import Model, ModelState
-from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.fingerprints import Fingerprint
-from trustlayer.observe.templates import WILDCARD, Profile, shape_of, split_line, word_tokens
+from trustlayer.observe.templates import Profile, word_tokens
 from trustlayer.settings import Settings
 
 UNSURE_MAX_UNEXPLAINED = 2
-# successful runs whose last states differ in more than half their lines (left out one by
-# one) share no shape of an end: then only the ends themselves accept
-ENDING_MAX_TOLERANCE = 0.5
+
+
+@dataclass(frozen=True)
+class Allowances:
+    """What an observed state may show beyond a model state's templates and still be it."""
+
+    #: the words of the model's successful states: unexplained lines made only of them may
+    #: use the state's learned tolerance (without them, only ``unexplained_line_tolerance``)
+    known_words: frozenset[str] = frozenset()
+    #: a state where runs end: everything it shows is evidence, its context lines (how the
+    #: agent worked, :mod:`trustlayer.observe.context`) too
+    strict: bool = False
+    #: the telling tokens of the texts the agent typed: a salient line holding one in
+    #: place of words successful runs typed stays shown
+    typed: Sequence[tuple[str, ...]] = ()
+    #: the words successful runs typed (see `typed`)
+    kept: frozenset[str] = frozenset()
+    #: what successful runs showed only sometimes, at a state that is no milestone
+    extras: Profile | None = None
+    #: the lines of the run's own notice (:mod:`trustlayer.judge.overlay`)
+    overlay: frozenset[str] = frozenset()
+
+
+NONE_ALLOWED = Allowances()
 
 
 @dataclass(frozen=True)
@@ -74,7 +93,7 @@ def _visual(fp: Fingerprint, state: ModelState, settings: Settings) -> Decision:
     return Decision("unsure", "ssim", evidence)
 
 
-def _tolerated(unexplained: Collection[str], fp: Fingerprint, state: ModelState, settings: Settings,
+def tolerated(unexplained: Collection[str], fp: Fingerprint, state: ModelState, settings: Settings,
                known_words: frozenset[str]) -> bool:
     """Whether the unexplained lines are within what the state's successful members showed
     of each other (its learned tolerance, at least ``known_line_tolerance``), when none
@@ -102,13 +121,9 @@ def _tolerated(unexplained: Collection[str], fp: Fingerprint, state: ModelState,
 
 
 def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
-                known_words: frozenset[str], strict: bool, only_same: bool,
-                typed: Sequence[tuple[str, ...]] = (), extras: Profile | None = None,
-                kept: frozenset[str] = frozenset(),
-                overlay: frozenset[str] = frozenset()) -> Decision:
+                allowed: Allowances, only_same: bool) -> Decision:
     """The structure tier; `only_same`: no unsure answer (none is asked further) and no
-    evidence (the caller reads only whether the pair is the same). A salient line with a
-    text the agent typed put in (`typed`) still counts as shown."""
+    evidence (the caller reads only whether the pair is the same)."""
     if not fp.has_structure:
         return Decision("different", "structure", {"reason": "the state has no text"})
     profile = state.profile
@@ -117,23 +132,25 @@ def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
     evidence: dict[str, Any]
     if only_same and profile.shows_every_salient(fp.lines):  # no typed text needed
         missing, unexplained, evidence = [], profile.unexplained(fp.lines), {}
-    elif only_same and not typed:
+    elif only_same and not allowed.typed:
         return Decision("different", "structure")
     else:
         missing, extra = profile.compare(fp.lines)
+        typed = allowed.typed
         if typed and missing:
             missing, extra = typed_variants(missing, extra, holding_typed(fp.lines, tuple(typed)),
-                                             typed, kept)
+                                             typed, allowed.kept)
         evidence = {} if only_same else {"missing": missing[:8], "unexplained": extra[:8]}
         unexplained = extra
     if missing:
         return Decision("different", "structure", evidence)
-    if not strict:  # shown as evidence, not held against the state
+    if not allowed.strict:  # shown as evidence, not held against the state
         unexplained = [line for line in unexplained if line not in fp.context]
-    if extras is not None:
+    if allowed.extras is not None:
+        extras = allowed.extras
         unexplained = [line for line in unexplained if extras.template_of(line) is None]
-    unexplained = [line for line in unexplained if line not in overlay]
-    if _tolerated(unexplained, fp, state, settings, known_words):
+    unexplained = [line for line in unexplained if line not in allowed.overlay]
+    if tolerated(unexplained, fp, state, settings, allowed.known_words):
         return Decision("same", "structure", evidence)
     if not only_same and len(unexplained) <= UNSURE_MAX_UNEXPLAINED \
             and _visual(fp, state, settings).same:
@@ -150,28 +167,17 @@ def _thumbnail_png(raw: bytes | None, size: int) -> bytes | None:
 
 
 def decide(fp: Fingerprint, state: ModelState, settings: Settings,
-           llm: LLMJudge | None = None, known_words: frozenset[str] = frozenset(),
-           strict: bool = False, only_same: bool = False,
-           typed: Sequence[tuple[str, ...]] = (), extras: Profile | None = None,
-           kept: frozenset[str] = frozenset(),
-           overlay: frozenset[str] = frozenset()) -> Decision:
-    """Decide whether observed state `fp` is model state `state`: same, different or unsure.
+           allowed: Allowances = NONE_ALLOWED, llm: LLMJudge | None = None,
+           only_same: bool = False) -> Decision:
+    """Decide whether observed state `fp` is model state `state`: same, different or unsure,
+    `allowed` what it may show beyond the state's templates.
 
     `llm` is consulted only for a pair the other tiers leave unsure; pass None (the
     default, and what callers do when the tier is off or the run's budget is spent)
-    and unsure stays unsure, which callers treat as different. `known_words` are the
-    words of the model's successful states: unexplained lines made only of them may use
-    the state's learned tolerance (without them, only ``unexplained_line_tolerance``).
-    Unless `strict` (a state where runs end: everything it shows is evidence), the
-    observation's context lines (how the agent worked, :mod:`trustlayer.observe.context`) are
-    not held against it. When the caller reads `only_same` (whether the pair is the
-    same) and gives no `llm`, a pair the structure tier could only call unsure is called
-    different without comparing its screens (their pixels then never decoded), and the
-    structure tier keeps no evidence. Lines `extras` explains (what successful runs
-    showed only sometimes, at a state that is no milestone) are never held against the
-    state; a salient line with a text the agent typed (`typed`) put in stays shown, in
-    place of words no successful run typed (`kept` are those they did). Lines of `overlay`
-    are not held against the state either.
+    and unsure stays unsure, which callers treat as different. When the caller reads
+    `only_same` (whether the pair is the same) and gives no `llm`, a pair the structure
+    tier could only call unsure is called different without comparing its screens (their
+    pixels then never decoded), and the structure tier keeps no evidence.
     """
     if fp.image_sha is not None and fp.image_sha in state.image_shas and not (
             state.structural and fp.has_structure
@@ -180,9 +186,7 @@ def decide(fp: Fingerprint, state: ModelState, settings: Settings,
         # object's page can look exactly alike (its address differs)
         return Decision("same", "exact", {"image_sha": fp.image_sha[:12]})
     if state.structural:
-        decision = _structural(fp, state, settings, known_words, strict,
-                               only_same=only_same and llm is None, typed=typed,
-                               extras=extras, kept=kept, overlay=overlay)
+        decision = _structural(fp, state, settings, allowed, only_same and llm is None)
     elif fp.has_structure:
         decision = Decision("different", "structure", {"reason": "model state has no text"})
     else:
@@ -207,107 +211,6 @@ def judge(model: Model, fp: Fingerprint, state_id: str, llm: LLMJudge | None = N
     lines of `overlay` (the run's own notice, :meth:`Matcher._beneath`) are not held
     against it."""
     index = index_of(model)
-    return decide(fp, model.states[state_id], model.settings, llm,
-                  index.known_words | own_words,
-                  strict=state_id in model.accepting, only_same=only_same, typed=typed,
-                  extras=index.extras, kept=index.typed_words, overlay=overlay)
-
-
-def like_in_shape(model: Model, fp: Fingerprint, state_id: str) -> bool:
-    """Whether an observed state is model state `state_id`'s report asked for another way:
-    the agent's request differs from every successful run's (a context line of the state,
-    such as the command it typed, that the templates do not explain), and each salient
-    line it lacks is there with other counts (:func:`trustlayer.observe.templates.shape_of`:
-    ``45 passed`` for ``141 passed``, a shorter progress bar); the rest as :func:`decide`
-    tolerates. For milestones that are a tool's report on the finished work (the whole
-    suite's result, where a run tested the files it changed). The same request is met only
-    with larger counts (:func:`grown`: tests added); a test deleted shows as one fewer.
-    Whatever the counts, a report that still shows what successful runs fixed fails the
-    run (:mod:`trustlayer.judge.signs`)."""
-    state = model.states[state_id]
-    if not state.structural or not fp.has_structure:
-        return False
-    profile = state.profile
-    missing, unexplained = profile.compare(fp.lines)
-    if not missing:
-        return False
-    same_request = fp.context.isdisjoint(unexplained)  # templates explain each
-    in_shape = _in_shape(tuple(dict.fromkeys(shape_of(template) for template in missing)))
-    reshaped = {line for line in unexplained if in_shape.template_of(shape_of(line)) is not None}
-    if in_shape.compare({shape_of(line) for line in reshaped})[0]:
-        return False
-    if same_request and not all(any(grown(line, template) for template in missing)
-                                for line in reshaped):
-        return False
-    rest = [line for line in unexplained if line not in reshaped and line not in fp.context]
-    return _tolerated(rest, fp, state, model.settings, index_of(model).known_words)
-
-
-def grown(line: str, template: str) -> bool:
-    """Whether `line` is `template` with each count it holds at least as large: the same
-    request reporting more of the same (``154 passed`` for ``151 passed``: the agent
-    added tests), not fewer (a test deleted).
-
-    >>> grown("X|154 passed in <dur>", "X|151 passed in <dur>")
-    True
-    >>> grown("X|150 passed in <dur>", "X|151 passed in <dur>")
-    False
-    """
-    (prefix, body), (expected_prefix, expected) = split_line(line), split_line(template)
-    if prefix != expected_prefix or len(body) != len(expected):
-        return False
-    return all(mine == theirs or theirs == WILDCARD
-               or mine.isdigit() and theirs.isdigit() and int(mine) >= int(theirs)
-               for mine, theirs in zip(body, expected))
-
-
-@lru_cache(maxsize=1 << 10)  # a milestone's missing lines repeat from state to state
-def _in_shape(shapes: tuple[str, ...]) -> Profile:
-    return Profile(list(shapes), [True] * len(shapes))
-
-
-def ends_like_success(model: Model, fp: Fingerprint, ids: list[str],
-                      own_words: frozenset[str] = frozenset()) -> bool:
-    """Whether an observed state (matching model states `ids`) is evidence of the goal:
-    one of the states where successful runs ended (showing what every run ending there
-    showed of its finished work, ``model.end_evidence``), or like all their last states
-    together (``model.ending``: every line they all show, nothing beyond the variety they
-    showed among themselves, no learned value changed)."""
-    if not model.accepting:
-        return True
-    ended = set(ids) & set(model.accepting)
-    for state_id in ended:
-        profile, required = model.states[state_id].profile, model.end_evidence.get(state_id)
-        if not required or {profile.templates[i] for line in fp.lines
-                            if (i := profile.template_of(line)) is not None} >= set(required):
-            return True
-    if ended:  # such a state, but not finished as every run ending there was
-        return False
-    ending = model.ending
-    if ending is None or not ending.structural or not fp.has_structure \
-            or ending.tolerance > ENDING_MAX_TOLERANCE:
-        return False
-    if not ending.profile.shows_every_salient(fp.lines):
-        return False
-    return _tolerated(ending.profile.unexplained(fp.lines), fp, ending, model.settings,
-                      index_of(model).known_words | own_words)
-
-
-def at_an_end_place(model: Model, fp: Fingerprint) -> bool:
-    """Whether an observed state is where successful runs ended, as a place: its title and
-    URL are explained by the templates of their last states (``model.ending``), with every
-    place line they all showed, and it shows no word none of them ever showed.
-
-    For a run that gave every answer successful runs gave (``model.required_outputs``):
-    the answer is its evidence of the goal, and a page at their end's place but of another
-    shape (another correct query, other columns) ends as they end."""
-    ending = model.ending
-    if ending is None or not ending.structural:
-        return False
-    salient = [t for t in ending.profile.salient_templates if t.startswith(PLACE_PREFIXES)]
-    place = [line for line in fp.lines if line.startswith(PLACE_PREFIXES)]
-    if not salient or not place:
-        return False
-    missing, unexplained = ending.profile.compare(place)
-    return not unexplained and not set(missing) & set(salient) \
-        and not index_of(model).novelty(fp)
+    allowed = Allowances(index.known_words | own_words, state_id in model.accepting, typed,
+                         index.typed_words, index.extras, overlay)
+    return decide(fp, model.states[state_id], model.settings, allowed, llm, only_same)

@@ -4,9 +4,10 @@ the model's index (a fleet's runs show the same screens), unless the LLM tier ma
 its calls are counted against each run's budget."""
 from __future__ import annotations
 
-from trustlayer.compare.equivalence import judge, like_in_shape
+from trustlayer.compare.equivalence import judge
 from trustlayer.compare.index import StateIndex, index_of, remembered
 from trustlayer.compare.llm import LLMJudge
+from trustlayer.compare.report_shape import like_in_shape
 from trustlayer.model import Model
 from trustlayer.observe.fingerprints import Fingerprint
 
@@ -56,7 +57,7 @@ def _verified(model: Model, index: StateIndex, fingerprint: Fingerprint, typed: 
 
 
 def reshaped(model: Model, fingerprint: Fingerprint, state_id: str) -> bool:
-    """:func:`~trustlayer.compare.equivalence.like_in_shape`, remembered by the model's
+    """:func:`~trustlayer.compare.report_shape.like_in_shape`, remembered by the model's
     index like the states found (asked of every state until a tool's report is reached)."""
     index = index_of(model)
     key = (state_id, fingerprint.lines, fingerprint.context)

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from trustlayer.compare.equivalence import (
-    at_an_end_place,
-    ends_like_success,
-)
+from trustlayer.compare.endings import at_an_end_place, ends_like_success
 from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.compare.typed_text import typed_tokens
