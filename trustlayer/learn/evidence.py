@@ -54,7 +54,7 @@ def habit_lines(step: Step, before: Step | None, last_lines: frozenset[str]) -> 
     previous step) that are gone from the run's last state (`last_lines`).
 
     >>> from trustlayer.observe.fingerprints import Fingerprint
-    >>> from trustlayer.observe.traces import Action
+    >>> from trustlayer.observe.trace_events import Action
     >>> fp = Fingerprint(frozenset({"X|$ pytest -q tests", "X|3 passed", "U|/lab"}))
     >>> step = Step(1, 0.0, fp, (Action("tool", "run_tests", "pytest -q tests"),))
     >>> before = Step(0, 0.0, Fingerprint(frozenset({"U|/lab"})), ())
@@ -95,7 +95,7 @@ def accepting_states(paths: Mapping[str, Path]) -> list[str]:
     """Model states holding a successful run's last state, in first-seen order.
 
     >>> from trustlayer.observe.fingerprints import Fingerprint
-    >>> from trustlayer.observe.traces import Action
+    >>> from trustlayer.observe.trace_events import Action
     >>> step = Step(0, 0.0, Fingerprint(frozenset({"X|done"})), ())
     >>> accepting_states({"r1": [("s0", step), ("s3", step)], "r2": [("s4", step)]})
     ['s3', 's4']
@@ -129,7 +129,7 @@ def before_the_work(path: Path) -> list[Step]:
     changed anything that lasted (the start, pages and outputs looked at).
 
     >>> from trustlayer.observe.fingerprints import Fingerprint
-    >>> from trustlayer.observe.traces import Action
+    >>> from trustlayer.observe.trace_events import Action
     >>> start = Step(0, 0.0, Fingerprint(frozenset({"X|Editor"})), ())
     >>> typed = Step(1, 1.0, Fingerprint(frozenset({"X|Editor", "X|hello"})),
     ...              (Action("type", "editor", "hello"),))

@@ -156,7 +156,7 @@ def overcome_shapes(paths: Sequence[Path], kinds: Sequence[str],
     docstring), those more runs overcame first.
 
     >>> from trustlayer.observe.fingerprints import Fingerprint
-    >>> from trustlayer.observe.traces import Action
+    >>> from trustlayer.observe.trace_events import Action
     >>> test, edit = Action("tool", "run_tests", "pytest"), Action("tool", "edit", "m.py")
     >>> def step(action, *lines): return Step(0, 0.0, Fingerprint(frozenset(lines)), (action,))
     >>> run = [step(test, "X|3 passed , 1 deselected"), step(edit, "F|content m.py 1f"),
@@ -201,7 +201,7 @@ def asked_for(runs: Sequence[Run], required: dict[str, list[str]]) -> dict[str, 
     """`required` words, when fewer than :data:`FEW_RUNS` runs found them, cut to those
     the task's goal names (the first event's ``meta.goal``; without one, all kept).
 
-    >>> from trustlayer.observe.traces import Event
+    >>> from trustlayer.observe.trace_events import Event
     >>> run = Run("r", "t", [Event("r", "t", 0, 0.0, "action", meta={"goal": "Add --lines"})])
     >>> asked_for([run, run], {"cli.py": ["dict", "lines"], "x.py": ["dict"]})
     {'cli.py': ['lines']}
