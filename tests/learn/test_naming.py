@@ -2,9 +2,10 @@
 import re
 
 import pytest
-from devsets import DATA, DEV_TASKS, EXAMPLES, SHARED, SLICE_TASKS, dev
+from devsets import DATA, DEV_TASKS, DEVTRACES, EXAMPLES, SHARED, SLICE_TASKS, dev
 
 from trustlayer.learn.learner import learn
+from trustlayer.learn.naming import MAX_NAME
 from trustlayer.observe.traces import read_runs
 
 TOKENISED = re.compile(r"\w ' \w|\w \. \w|\w - \w\w* - |\( \w|\w \)")  # "runner ' s", "a . py"
@@ -24,7 +25,7 @@ def test_names_are_distinct_and_readable(model):
         assert "<*>" not in name and not re.search(r"<[a-z]+>", name), name  # no wildcard, no <ago>
         assert not re.search(r"\(s\d+\)", name), name  # no internal state ids
         assert not TOKENISED.search(name), name  # spacing as the run showed it
-        assert 0 < len(name) <= 150, name
+        assert 0 < len(name) <= MAX_NAME, name
         assert not any(run_id in name for run_id in model.training_runs), name  # read, not where
 
 
@@ -40,6 +41,7 @@ def test_milestones_are_named_by_words_not_numbers(model):
 #: a control's line in the accessibility tree (its label names what the agent may do)
 CONTROL = re.compile(r'^A\|- (?:button|link|menuitem|tab|option|checkbox|radio|switch) " (.+?) "')
 PANEL = re.compile(r'^A\|- tabpanel " (.+?) "')
+HEADING = re.compile(r'^A\|- heading " (.+?) "')
 SEPARATOR = re.compile(r"\s+[-|]\s+")
 
 
@@ -62,8 +64,10 @@ def test_names_are_no_button_label_number_or_bare_application_name(model):
         assert plain(name) not in {plain(app) for app in shared}, name
         labels = {plain(m.group(1)) for t in state.profile.templates if (m := CONTROL.match(t))}
         detail = plain(name.rsplit(": ", 1)[-1])
-        panels = {plain(m.group(1)) for t in state.profile.templates if (m := PANEL.match(t))}
-        # a label the page's title says, or the open view's (a tab names its panel)
+        panels = {plain(m.group(1)) for t in state.profile.templates
+                  if (m := PANEL.match(t) or HEADING.match(t))}
+        # a label the page's title says, or the open view's (a tab names its panel, and
+        # the heading that repeats the tab's label)
         assert detail not in labels or detail in panels \
             or any(detail in plain(t) for t in titles[sid]), name
 
@@ -75,13 +79,39 @@ LABELLED = re.compile(r"""^A\|- '? ?(?:button|link|menuitem\w*|tab|option|checkb
 
 def test_no_name_is_completed_by_a_piece_of_a_control_or_a_table_row(model):
     """A shortcut split off a menu item (``Alt+Up``), a row or a cell of a table say
-    nothing of where the agent is: never the detail that tells a state apart."""
+    nothing of where the agent is: never the detail that tells a state apart (a heading
+    may repeat the label of the tab that opened its panel)."""
     for state in model.states.values():
         head, _, detail = state.name.rpartition(": ")
         titles = [plain(t[2:]) for t in state.profile.templates if t.startswith("T|")]
-        if not head or re.search(r"\(\d+ of \d+\)$", detail) \
+        headings = {plain(m.group(1)) for t in state.profile.templates if (m := HEADING.match(t))}
+        if not head or re.search(r"\(\d+ of \d+\)$", detail) or plain(detail) in headings \
                 or any(plain(detail) in title for title in titles):  # the page's own title
             continue
         labels = {plain(m.group(1)) for t in state.profile.templates if (m := LABELLED.match(t))}
         piece = plain(detail.strip("…"))
         assert not piece or not any(piece in label for label in labels), state.name
+
+
+CELL = re.compile(r"""^A\|- '? ?(?:cell|gridcell) " (.+?) \"""")
+
+
+def test_no_name_is_completed_by_a_table_row_the_tree_did_not_hold(model):
+    """A long table's tree holds only its first rows; the rows the page was scrolled to
+    are in its visible text alone (``Laos Asia 1``): data all the same, never a name."""
+    cells = {plain(m.group(1)) for state in model.states.values()
+             for t in state.profile.templates if (m := CELL.match(t))}
+    for state in model.states.values():
+        words = state.name.rpartition(": ")[2].split()
+        assert not (len(words) > 2 and words[-1].isdigit() and plain(words[-2]) in cells), \
+            state.name
+
+
+@DEVTRACES
+def test_a_panel_is_named_by_its_heading_not_its_placeholder_nor_a_gallery_section():
+    """The open side panel's heading names it, not the placeholder heading below it (a
+    lower level); the headings of a gallery's sections, shown together, name none."""
+    model = learn(read_runs([SHARED / "jupyter-dev" / "train"]))
+    details = [state.name.rpartition(": ")[2] for state in model.states.values()]
+    assert "Table of Contents" in details
+    assert not {"No Headings", "Other", "Notebook", "Console"} & set(details), details

@@ -5,13 +5,16 @@ accessibility tree, its window title without the application's name (the title p
 titled state shares: ``untitled.txt`` of ``untitled.txt - JupyterLab``), the name of the
 open tab panel (the view a tabbed area shows), or for a tool's output the command that led
 to it (``read_file slugify/slugify.py``). A name that does not single the state out is
-completed by its most telling content, a heading or a section's title first, then a line
-few states show, never a control's label nor a table's row or cell, nor a piece of one (a
-dialog's ``Cancel`` names it no better than any dialog's; a menu item's shortcut, a row of
-data say nothing of where the agent is): the content the states of the same name lack
-when there is some. Names are written as a training run showed them (``python-slugify``, not the
-template's tokens ``python - slugify``), with masked and varying values as ``…``; lines
-that are mostly numbers (a cursor position in a status bar) tell least.
+completed by its most telling content, a heading first (the higher level first: a panel's
+``Table of Contents`` before its ``No Headings``; never the headings of a list's parts,
+shown together), then a section's title, then a line few states show, never a control's
+label nor a table's row or cell, nor a piece of one (a dialog's ``Cancel`` names it no
+better than any dialog's; a menu item's shortcut, a row of data, in the tree or only in
+the visible text, say nothing of where the agent is): the content the states of the same
+name lack when there is some. Names are written as a training run showed them
+(``python-slugify``, not the template's tokens ``python - slugify``), with masked and
+varying values as ``…``, in at most :data:`MAX_NAME` characters; lines that are mostly
+numbers (a cursor position in a status bar) tell least.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from trustlayer.observe.templates import REST, WILDCARD, is_exact
 
 MAX_NAME = 70
 MAX_DETAIL = 50  # characters of a line completing a name
+KEPT = 30  # characters of a name kept before the line completing it is shortened
 PREFERENCE = {"X": 0, "A": 1, "F": 2}  # visible text names a state best
 _WORD = re.compile(r"[^\W\d_]{3,}")  # a word worth reading in a name
 _PLACEHOLDER = re.compile(r"<[a-z]+>|<\*\*?>")
@@ -42,8 +46,13 @@ CONTROLS = frozenset(("button", "link", "menuitem", "menuitemcheckbox", "menuite
 _TITLE_SEPARATOR = r"\s+[-|—–·]\s+"
 #: WAI-ARIA roles of a table's parts: a cell's text is data, not where the agent is
 TABULAR = frozenset(("row", "cell", "gridcell", "columnheader", "rowheader"))
+CELLS = frozenset(("cell", "gridcell"))
+NUMBER = "<number>"  # a cell of a column of numbers
+MAX_CELL_WORDS = 4  # the most words of a cell looked for at the end of a row's text
 #: roles whose name titles a part of the screen (a section, a notice), read before other text
 TITLED = frozenset(("heading", "region", "status", "alert"))
+_LEVEL = re.compile(r"\[\s*level\s*=\s*(\d)\s*\]")  # a heading's level: 1 titles the page
+REGION, UNTITLED = 7, 9  # the ranks of a section's name and of a text
 _PANEL = re.compile(r'^tabpanel "([^"]+)"')  # the open document or view of a tabbed area
 COMMANDS = ("tool:", "api:")  # actions whose command names the output they led to
 Examples = Sequence[frozenset[str]]  # the canonical lines of a state's members
@@ -54,7 +63,7 @@ class Detail(NamedTuple):
 
     template: str
     text: str
-    heading: bool
+    rank: int  # a heading's level (1 the page's), then other titles, then any text
     salient: bool
 
 
@@ -87,11 +96,17 @@ def _example(state: ModelState, template: str, shown: dict[int, str]) -> str:
     return _shorten(_PLACEHOLDER.sub("…", body).removeprefix("- ").strip())
 
 
-def _shorten(text: str, limit: int = MAX_NAME) -> str:
-    """`text` cut at a word boundary within `limit` characters, with ``…`` when cut."""
+def _shorten(text: str, limit: int = MAX_NAME, in_word: bool = False) -> str:
+    """`text` cut at a word boundary within `limit` characters, with ``…`` when cut; with
+    `in_word`, in a word when that keeps twice as much (a long path is one word).
+
+    >>> _shorten("edit_file tests/test_modern_combining_marks.py", 30, in_word=True)
+    'edit_file tests/test_modern_c…'
+    """
     if len(text) <= limit:
         return text
-    return text[:limit].rsplit(" ", 1)[0].rstrip(" ,:;") + "…"
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return (text[:limit - 1] if in_word and 2 * len(cut) < limit else cut).rstrip(" ,:;") + "…"
 
 
 def _digit_share(text: str) -> float:
@@ -154,11 +169,79 @@ def _base_name(state: ModelState, labels: Sequence[str], titles: Sequence[str],
     return _shorten(panel.strip()) if panel else _command(commands)
 
 
-def _details(state: ModelState, lines: dict[int, str], frequency: Counter[str]) -> list[Detail]:
+class Labels(NamedTuple):
+    """What a state's members showed as controls and as a table's parts."""
+
+    labels: set[str]  # every control's and table part's label
+    cells: set[str]  # the texts of the table cells alone
+
+
+def _labels(examples: Examples) -> Labels:
+    """The labels of every control and table part any of a state's members showed (a
+    template keeps one member's row; the text of another's is data all the same)."""
+    found = Labels(set(), set())
+    for line in set().union(*examples):
+        named = _NAMED.match(line.partition("|")[2].removeprefix("- ")) \
+            if line.startswith("A|") else None
+        role = named and (named.group(1) or named.group(3))
+        if named and role in CONTROLS | TABULAR:
+            label = (named.group(2) or named.group(4)).replace('\\"', '"')
+            found.labels.add(label)
+            if role in CELLS:
+                found.cells.add(NUMBER if label.isdigit() else label)
+    return found
+
+
+def _cell(text: str) -> str:
+    """`text` as a cell is looked up: any number as a column of numbers (a tree may not
+    hold the row that shows this one)."""
+    return NUMBER if text.isdigit() else text
+
+
+def _table_row(text: str, cells: set[str]) -> bool:
+    """Whether `text` ends in two or more `cells`: a table's row in the visible text (a
+    tree may hold only the first rows of a long table; the text holds those scrolled to).
+
+    >>> _table_row("Costa Rica North America 12", {"North America", NUMBER})
+    True
+    >>> _table_row("Saving completed", {"completed", "1"})
+    False
+    """
+    words, found = text.split(), 0
+    while words:
+        size = next((n for n in range(min(len(words), MAX_CELL_WORDS), 0, -1)
+                     if _cell(" ".join(words[-n:])) in cells), 0)
+        if not size:
+            break
+        words, found = words[:-size], found + 1
+    return found >= 2
+
+
+def _rank(role: str | None, text: str) -> int:
+    """How well a line of `role` titles a part of the screen: a heading by its level (the
+    page's heading before a section's, ``Table of Contents`` before its ``No Headings``),
+    then a region's, a status's or an alert's name, then any other text."""
+    level = _LEVEL.search(text) if role == "heading" else None
+    return int(level.group(1)) if level else REGION if role in TITLED else UNTITLED
+
+
+def _listed(found: list[Detail], frequency: Counter[str]) -> set[str]:
+    """The headings in `found` of one level that the same states show: they head the parts
+    of a list (a gallery's ``Notebook``, ``Console``, ``Other``), not the screen."""
+    def kind(detail: Detail) -> tuple[int, int]:
+        return detail.rank, frequency[detail.template]
+
+    alike = Counter(kind(d) for d in found if d.rank < REGION)
+    return {d.text for d in found if d.rank < REGION and alike[kind(d)] > 1}
+
+
+def _details(state: ModelState, lines: dict[int, str], frequency: Counter[str],
+             labels: Labels) -> list[Detail]:
     """The lines that may complete `state`'s name (`lines`: :func:`_shown_lines`), most
-    telling first: salient lines first, then the lines fewest states show, headings first
-    among equals, in words; no control's label, no place (title, address)."""
-    found, controls = [], set()
+    telling first: salient lines first, then the lines fewest states show, titles first
+    among equals (higher headings first), in words; no control's or table part's label
+    (`labels`: :func:`_labels`), no place (title, address)."""
+    found, controls = [], set(labels.labels)
     salient = set(state.profile.salient_templates)
     for template in state.profile.templates:
         if template.startswith(PLACE_PREFIXES) or not _WORD.search(template[2:]):
@@ -170,10 +253,14 @@ def _details(state: ModelState, lines: dict[int, str], frequency: Counter[str]) 
             controls.add(named.group(2) or named.group(4))
         elif named or not template.startswith("A|"):
             shown = (named.group(2) or named.group(4)).replace('\\"', '"') if named else text
-            found.append(Detail(template, shown, role in TITLED, template in salient))
-    found = [d for d in found if _WORD.search(d.text) and not _part_of(d.text, controls)]
+            found.append(Detail(template, shown, _rank(role, text), template in salient))
+    listed = _listed(found, frequency)
+    # a heading or a section's name may repeat the label of the tab that opened it
+    found = [d for d in found if _WORD.search(d.text) and d.text not in listed and (
+        d.rank < UNTITLED or not (_part_of(d.text, controls) or
+                                  _table_row(d.text, labels.cells)))]
     return sorted(found, key=lambda d: (not d.salient, _digit_share(d.text) > 0.25,
-                                        frequency[d.template], not d.heading,
+                                        frequency[d.template], d.rank,
                                         not is_exact(d.template),
                                         PREFERENCE.get(d.template[0], 3), len(d.text), d.text))
 
@@ -231,7 +318,7 @@ def _tell_apart(names: dict[str, str], details: dict[str, list[Detail]]) -> None
                 chosen[sid] = _telling(details[sid], others[sid], name, False)
         for sid in group:
             detail = chosen[sid]
-            names[sid] = f"{name}: {detail}" if name and detail else name or detail
+            names[sid] = _join(name, detail) if name and detail else name or detail
 
 
 def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
@@ -250,10 +337,12 @@ def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
     names = {s.id: _base_name(s, labels.get(s.id, []), titles.get(s.id, []), shown[s.id], app,
                               commands.get(s.id, []))
              for s in states}
-    details = {s.id: _details(s, shown[s.id], frequency) for s in states}
+    details = {s.id: _details(s, shown[s.id], frequency, _labels(examples.get(s.id, [])))
+               for s in states}
     _tell_apart(names, {sid: [d for d in found if d.salient] for sid, found in details.items()})
     first = dict(names)  # told apart by salient lines: the names a fallback starts from
     _tell_apart(names, details)
+    names = {sid: _fit(name) for sid, name in names.items()}
     taken = Counter(names.values())
     unique = [s for s in states if names[s.id] and taken[names[s.id]] == 1]
     for state in unique:
@@ -264,6 +353,26 @@ def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
             app if app and titles.get(state.id) else
             "a screen without text" if not state.profile.templates else "an unnamed screen")
     _number_alike(alike, names, {s.name for s in unique})
+
+
+def _join(name: str, detail: str) -> str:
+    """`name` completed by `detail` in at most :data:`MAX_NAME` characters: the name
+    shortened first (the detail tells the state apart), to no less than :data:`KEPT`
+    (it says what the state is), then the detail.
+
+    >>> _join("countries: 56 rows where continent = Africa sorted by name", "Advanced export")
+    'countries: 56 rows where continent = Africa sorted…: Advanced export'
+    """
+    if len(name) + len(": ") + len(detail) <= MAX_NAME:
+        return f"{name}: {detail}"
+    room = MAX_NAME - len(": ")
+    detail = _shorten(detail, room - min(len(name), KEPT) - 1, in_word=True)
+    return f"{_shorten(name, room - len(detail) - 1, in_word=True)}: {detail}"
+
+
+def _fit(name: str, room: int = MAX_NAME) -> str:
+    """`name` in at most `room` characters (:func:`_shorten` may add its ``…``)."""
+    return name if len(name) <= room else _shorten(name, room - 1)
 
 
 def _number_alike(states: Sequence[ModelState], names: dict[str, str], used: set[str]) -> None:
@@ -277,5 +386,6 @@ def _number_alike(states: Sequence[ModelState], names: dict[str, str], used: set
         group.sort(key=lambda s: (median(seq for _, seq in s.members) if s.members else 0,
                                   len(s.id), s.id))
         for number, state in enumerate(group, 1):
-            state.name = f"{name} ({number} of {len(group)})" if len(group) > 1 else \
-                f"{name} (another)" if name in used else name
+            suffix = f" ({number} of {len(group)})" if len(group) > 1 else \
+                " (another)" if _fit(name) in used else ""
+            state.name = _fit(name, MAX_NAME - len(suffix)) + suffix
