@@ -115,3 +115,14 @@ def test_a_panel_is_named_by_its_heading_not_its_placeholder_nor_a_gallery_secti
     details = [state.name.rpartition(": ")[2] for state in model.states.values()]
     assert "Table of Contents" in details
     assert not {"No Headings", "Other", "Notebook", "Console"} & set(details), details
+
+
+@DEVTRACES
+def test_an_open_menu_is_named_by_the_click_that_opened_it_on_its_page():
+    """A menu's tree has no name: the menu a click opened names the screen (``File
+    menu``), on the page it opened over (two pages, two names)."""
+    names = {state.name for state in learn(read_runs([SHARED / "jupyter-dev" / "train"]))
+             .states.values()}
+    menus = {name for name in names if name.endswith(" menu")}
+    assert {name.rpartition(": ")[2] for name in menus} >= {"File menu", "New menu"}, names
+    assert len({name for name in menus if name.endswith("File menu")}) == 2, names

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from statistics import median
 from typing import NamedTuple
 
+from trustlayer.learn.menus import opened_menu
 from trustlayer.model import ModelState
 from trustlayer.observe.canonical import PLACE_PREFIXES, TOKEN, tokens
 from trustlayer.observe.templates import REST, WILDCARD, is_exact
@@ -337,6 +338,10 @@ def name_states(states: Sequence[ModelState], labels: dict[str, list[str]],
     names = {s.id: _base_name(s, labels.get(s.id, []), titles.get(s.id, []), shown[s.id], app,
                               commands.get(s.id, []))
              for s in states}
+    for state in states:  # an open menu is what a person calls the screen, on its page
+        menu = opened_menu(state.profile.templates, commands.get(state.id, []))
+        if menu:
+            names[state.id] = _join(names[state.id], menu) if names[state.id] else menu
     details = {s.id: _details(s, shown[s.id], frequency, _labels(examples.get(s.id, [])))
                for s in states}
     _tell_apart(names, {sid: [d for d in found if d.salient] for sid, found in details.items()})
