@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trustlayer.cli_options import unsigned_ok
+from trustlayer.cli_table import Command, add_commands, option
 from trustlayer.errors import (
     EXIT_BAD_INPUT,
     EXIT_CODES,
@@ -148,7 +149,80 @@ def _version() -> str:
         return "(not installed)"
 
 
+LEARN = Command("learn", cmd_learn, [
+    option("paths", nargs="+", metavar="RUN", help="successful runs: .jsonl files or folders of "
+           "them (failed runs labelled in labels.json add negative milestones)"),
+    option("-o", "--output", required=True, metavar="MODEL.json", help="model file to write"),
+    option("--llm-base-url", metavar="URL",
+           help="enable the LLM tier with this OpenAI-compatible URL"),
+    option("--loo", action="store_true", help="also judge each training run by the model "
+           "learned from the others (leave-one-out: one learning per run; always with "
+           f"{FEW_RUNS} runs or fewer)"),
+    option("--background", nargs="+", metavar="PATH", help="runs of other tasks of the same "
+           "application (.jsonl files or directories): the layout they all show is no "
+           "milestone of this task"),
+], dict(help="learn a model from successful runs"))
+
+CHECK = Command("check", cmd_check, [
+    option("model", metavar="MODEL.json", help="the model file"),
+    unsigned_ok,
+    option("paths", nargs="+", metavar="RUN", help="the model's training runs (.jsonl files or "
+           "folders of them)"),
+    option("--no-loo", action="store_true", help="skip leave-one-out"),
+], dict(help="judge a model's training runs against it (must all pass) and each against the "
+        "model learned from the others"))
+
+VALIDATE = Command("validate", cmd_validate, [
+    option("model", metavar="MODEL.json", help="the model file (from `learn`), or a folder of "
+           "them: each run is judged by the model of its task"),
+    unsigned_ok,
+    option("paths", nargs="+", metavar="RUN", help="runs to judge: .jsonl files or folders of "
+           "them"),
+    option("--format", choices=["text", "json", "junit", "markdown"], default="text",
+           help="text (default): a line per run; json: a JSON object per line; junit: one test "
+           "case per run; markdown: a summary table for $GITHUB_STEP_SUMMARY"),
+    option("-o", "--output", metavar="FILE", help="write the verdicts to this file"),
+    option("-v", "--verbose", action="store_true", help="text: under each verdict, the decision "
+           "path behind its reason (json holds it as `details`)"),
+    option("--junit", metavar="FILE", help="also write JUnit XML to FILE"),
+    option("--markdown", metavar="FILE", help="also write the Markdown summary to FILE"),
+    option("--report", metavar="FILE", help="also write the HTML report to FILE (the same "
+           "judgement, not a second one)"),
+    option("--train", metavar="DIR", help="with --report: the model's training runs, to show "
+           "the expected states as they really looked"),
+    option("--github-output", metavar="FILE", help="append passed=, failed=, product-bugs=, "
+           "agent-errors= lines to FILE ($GITHUB_OUTPUT)"),
+    option("--fail-on", choices=["any", "product_bug"], default="any",
+           help="exit 1 on any failed run (default), or only on product bugs"),
+    option("--otel-verdicts", metavar="URL", help="also send each verdict as a "
+           "gen_ai.evaluation.result event to this OTLP/HTTP logs endpoint"),
+    option("--strict", action="store_true", help="a trace file that does not read stops the "
+           "command (exit 2); by default it is reported in one line and the other runs are "
+           "judged (exit 2 only when none reads)"),
+], dict(help="judge runs against a model",
+        description="Judge runs against a model: a verdict, a coverage and a reason per run.\n\n"
+        + textwrap.fill(COVERAGE[0].upper() + COVERAGE[1:] + ".", 78)))
+
+SHOW = Command("show", cmd_show, [
+    option("model", metavar="MODEL.json", help="the model file"),
+    unsigned_ok,
+    option("--png", metavar="FILE", help="also draw the model's graph as a PNG"),
+], dict(help="print a model's milestones"))
+
+REPORT = Command("report", cmd_report, [
+    option("model", metavar="MODEL.json", help="the model file, or a folder of them (then -o is "
+           "a folder: one TASK.html per task with runs)"),
+    unsigned_ok,
+    option("runs", nargs="*", metavar="RUN", help="runs to judge and show: .jsonl files or "
+           "folders of them (none: the model only)"),
+    option("-o", "--output", required=True, metavar="FILE", help="HTML file to write"),
+    option("--train", metavar="DIR", help="the model's training runs: the expected states are "
+           "shown as they really looked, not as stored thumbnails"),
+], dict(help="write a self-contained HTML report of a model and runs"))
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The command line: the commands above, ``eval`` and those of installed plug-ins."""
     parser = argparse.ArgumentParser(prog="trustlayer", description=__doc__.splitlines()[0],
                                      epilog=EXIT_CODES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -156,77 +230,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
                         help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    p = sub.add_parser("learn", help="learn a model from successful runs")
-    p.add_argument("paths", nargs="+", metavar="RUN", help="successful runs: .jsonl files or "
-                   "folders of them (failed runs labelled in labels.json add negative "
-                   "milestones)")
-    p.add_argument("-o", "--output", required=True, metavar="MODEL.json",
-                   help="model file to write")
-    p.add_argument("--llm-base-url", metavar="URL",
-                   help="enable the LLM tier with this OpenAI-compatible URL")
-    p.add_argument("--loo", action="store_true", help="also judge each training run by the "
-                   "model learned from the others (leave-one-out: one learning per run; "
-                   f"always with {FEW_RUNS} runs or fewer)")
-    p.add_argument("--background", nargs="+", metavar="PATH", help="runs of other tasks of "
-                   "the same application (.jsonl files or directories): the layout they all "
-                   "show is no milestone of this task")
-    p.set_defaults(func=cmd_learn)
-    p = sub.add_parser("check", help="judge a model's training runs against it (must all "
-                       "pass) and each against the model learned from the others")
-    p.add_argument("model", metavar="MODEL.json", help="the model file")
-    unsigned_ok(p)
-    p.add_argument("paths", nargs="+", metavar="RUN", help="the model's training runs "
-                   "(.jsonl files or folders of them)")
-    p.add_argument("--no-loo", action="store_true", help="skip leave-one-out")
-    p.set_defaults(func=cmd_check)
-    p = sub.add_parser("validate", help="judge runs against a model",
-                       description="Judge runs against a model: a verdict, a coverage and a "
-                       "reason per run.\n\n" + textwrap.fill(COVERAGE[0].upper() + COVERAGE[1:]
-                                                              + ".", 78))
-    p.add_argument("model", metavar="MODEL.json", help="the model file (from `learn`), or a "
-                   "folder of them: each run is judged by the model of its task")
-    unsigned_ok(p)
-    p.add_argument("paths", nargs="+", metavar="RUN", help="runs to judge: .jsonl files or "
-                   "folders of them")
-    p.add_argument("--format", choices=["text", "json", "junit", "markdown"], default="text",
-                   help="text (default): a line per run; json: a JSON object per line; junit: "
-                   "one test case per run; markdown: a summary table for $GITHUB_STEP_SUMMARY")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the verdicts to this file")
-    p.add_argument("-v", "--verbose", action="store_true", help="text: under each verdict, the "
-                   "decision path behind its reason (json holds it as `details`)")
-    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
-    p.add_argument("--markdown", metavar="FILE", help="also write the Markdown summary to FILE")
-    p.add_argument("--report", metavar="FILE", help="also write the HTML report to FILE (the "
-                   "same judgement, not a second one)")
-    p.add_argument("--train", metavar="DIR", help="with --report: the model's training runs, "
-                   "to show the expected states as they really looked")
-    p.add_argument("--github-output", metavar="FILE", help="append passed=, failed=, "
-                   "product-bugs=, agent-errors= lines to FILE ($GITHUB_OUTPUT)")
-    p.add_argument("--fail-on", choices=["any", "product_bug"], default="any",
-                   help="exit 1 on any failed run (default), or only on product bugs")
-    p.add_argument("--otel-verdicts", metavar="URL", help="also send each verdict as a "
-                   "gen_ai.evaluation.result event to this OTLP/HTTP logs endpoint")
-    p.add_argument("--strict", action="store_true", help="a trace file that does not read "
-                   "stops the command (exit 2); by default it is reported in one line and "
-                   "the other runs are judged (exit 2 only when none reads)")
-    p.set_defaults(func=cmd_validate)
+    add_commands(sub, [LEARN, CHECK, VALIDATE])
     from trustlayer.score import eval_command
     eval_command.register(sub)
-    p = sub.add_parser("show", help="print a model's milestones")
-    p.add_argument("model", metavar="MODEL.json", help="the model file")
-    unsigned_ok(p)
-    p.add_argument("--png", metavar="FILE", help="also draw the model's graph as a PNG")
-    p.set_defaults(func=cmd_show)
-    p = sub.add_parser("report", help="write a self-contained HTML report of a model and runs")
-    p.add_argument("model", metavar="MODEL.json", help="the model file, or a folder of them "
-                   "(then -o is a folder: one TASK.html per task with runs)")
-    unsigned_ok(p)
-    p.add_argument("runs", nargs="*", metavar="RUN", help="runs to judge and show: .jsonl "
-                   "files or folders of them (none: the model only)")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")
-    p.add_argument("--train", metavar="DIR", help="the model's training runs: the expected "
-                   "states are shown as they really looked, not as stored thumbnails")
-    p.set_defaults(func=cmd_report)
+    add_commands(sub, [SHOW, REPORT])
+    _add_plugins(sub)
+    for command in sub.choices.values():
+        _allow_quiet_after(command)
+    return parser
+
+
+def _add_plugins(sub: argparse._SubParsersAction) -> None:
+    """The commands of the ``trustlayer.commands`` entry points whose modules import."""
     # once each: a source tree installed under the old name too lists every entry twice
     for entry in {e.value: e for e in entry_points(group="trustlayer.commands")}.values():
         try:
@@ -235,9 +250,6 @@ def build_parser() -> argparse.ArgumentParser:
             logging.getLogger(__name__).debug("commands of %s unavailable: %s", entry.name, exc)
             continue
         register(sub)
-    for command in sub.choices.values():
-        _allow_quiet_after(command)
-    return parser
 
 
 def _allow_quiet_after(command: argparse.ArgumentParser) -> None:

@@ -20,6 +20,7 @@ from stream.commands.options import kafka_options, missing_extra, needs_broker, 
 from stream.kafka import broker_command
 from stream.kafka.names import DEFAULT_PORT
 from stream.worker.config import WorkerConfig
+from trustlayer.cli_table import Command, add_commands, option
 from trustlayer.errors import EXIT_BAD_INPUT, EXIT_OK
 from trustlayer.show.escape import escape_log_records
 
@@ -125,86 +126,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the streaming commands to ``trustlayer``'s parser."""
-    p = subparsers.add_parser("broker", help="start an embedded Kafka 4.4 (KRaft) on "
-                              f"127.0.0.1:{DEFAULT_PORT} (--port) and print its address")
-    broker_command.add_arguments(p)
-    p.set_defaults(func=broker_command.run)
+def _metrics_addr(command: argparse.ArgumentParser) -> None:
+    """``--metrics-addr``, its default read from the environment when the parser is built."""
+    command.add_argument("--metrics-addr", metavar="ADDR",
+                         default=os.environ.get("TRUSTLAYER_METRICS_ADDR", WORKER.metrics_addr),
+                         help="address /metrics listens on (default $TRUSTLAYER_METRICS_ADDR or "
+                         f"{WORKER.metrics_addr}: this machine only; 0.0.0.0: every interface)")
 
-    p = subparsers.add_parser("worker", help="the streaming validator (a Faust worker)")
-    kafka_options(p)
-    p.add_argument("--models", metavar="DIR", help="model files (*.json) to load at start")
-    p.add_argument("--train", metavar="DIR", action="append", default=[],
-                   help="training runs a refined model is learned from (repeatable)")
-    p.add_argument("--images", metavar="DIR",
-                   help="screenshots given by path are read from this directory only")
-    p.add_argument("--app-id", default=WORKER.app_id,
-                   help="Faust app id = consumer group (workers with the same id share runs)")
-    p.add_argument("--partitions", type=int, default=WORKER.partitions,
-                   help="partitions of new topics")
-    p.add_argument("--no-refine", action="store_true", help="no online refinement")
-    p.add_argument("--refine-on-verdict", action="store_true",
-                   help="also refine on runs without an outcome that the validator passed")
-    p.add_argument("--drop-after", type=int, metavar="K",
-                   help="independent runners whose attested successes must agree before "
-                   "refinement drops a milestone or passes what the model fails (default 3)")
-    p.add_argument("--decode-budget", type=float, default=RUNS.decode_budget, metavar="S",
-                   help="seconds a screenshot may take to decode before its run ends as a "
-                   f"stream fault (default {RUNS.decode_budget:g})")
-    p.add_argument("--shadow-runs", type=int, default=RUNS.shadow_runs, metavar="N",
-                   help="runs a refined version that changes what the model passes judges in "
-                   f"shadow before it is used (default {RUNS.shadow_runs})")
-    p.add_argument("--end-silence", type=float, metavar="S",
-                   help="finalise a run without its end event as incomplete after S seconds "
-                   "without events (default: from its model's learned durations, >= 30)")
-    p.add_argument("--no-deadlines", action="store_true",
-                   help="no timer verdicts (deadlines, long states): like the batch validator")
-    p.add_argument("--reorder-window", type=int, default=RUNS.reorder_window, metavar="N",
-                   help=f"events held at most while one is missing (default "
-                   f"{RUNS.reorder_window})")
-    p.add_argument("--reorder-timeout", type=float, default=RUNS.reorder_timeout, metavar="S",
-                   help=f"seconds a missing event is waited for (default "
-                   f"{RUNS.reorder_timeout:g})")
-    p.add_argument("--max-run-events", type=int, default=RUNS.max_run_events, metavar="N",
-                   help="a run with more events fails with 'run too long' (default "
-                   f"{RUNS.max_run_events}; "
-                   "with 1 MB of history at most, its record stays under Kafka's 10 MB)")
-    p.add_argument("--fetch-buffer", type=float, default=WORKER.fetch_buffer_bytes / 2**20,
-                   metavar="MB", help="events fetched and waiting to be judged at most before "
-                   f"fetching pauses (default {WORKER.fetch_buffer_bytes / 2**20:g} MB; and "
-                   "4096 events)")
-    p.add_argument("--metrics-port", type=int, default=WORKER.metrics_port,
-                   help=f"Prometheus /metrics port (default {WORKER.metrics_port}, 0: off)")
-    p.add_argument("--metrics-addr", metavar="ADDR",
-                   default=os.environ.get("TRUSTLAYER_METRICS_ADDR", WORKER.metrics_addr),
-                   help="address /metrics listens on (default $TRUSTLAYER_METRICS_ADDR or "
-                   f"{WORKER.metrics_addr}: this machine only; 0.0.0.0: every interface)")
-    p.add_argument("--session-timeout", type=float, default=WORKER.session_timeout,
-                   metavar="S", help="Kafka group session timeout (default "
-                   f"{WORKER.session_timeout:g} s)")
-    p.add_argument("--instance-id", metavar="ID",
-                   help="Kafka static group membership (group.instance.id, unique per worker "
-                   "of an app id): a worker started again within the session timeout gets its "
-                   "partitions back without a rebalance")
-    p.add_argument("--stall-restart", type=float, default=WORKER.stall_restart, metavar="S",
-                   help="start the worker again when a partition's records stay undelivered "
-                   f"(or its topics unassigned) this long (default {WORKER.stall_restart:g} s)")
-    p.add_argument("--tick", type=float, default=WORKER.tick_interval, metavar="S",
-                   help=f"timer period ({WORKER.tick_interval:g} s)")
-    p.add_argument("--log-level", default="warning",
-                   choices=["debug", "info", "warning", "error"],
-                   help="what the worker logs to standard error (default warning)")
-    p.set_defaults(func=cmd_worker)
 
-    p = subparsers.add_parser("replay", help="publish recorded runs as runners would")
-    p.add_argument("paths", nargs="+", help="trace directories or .jsonl files")
-    kafka_options(p)
-    p.add_argument("--speed", type=float, default=1.0,
-                   help="time factor (2: twice as fast; 0: as fast as possible)")
-    p.add_argument("--stagger", type=float, default=0.0, metavar="S",
-                   help="seconds between the runs' starts (default 0: all at once)")
-    shots = p.add_mutually_exclusive_group()
+def _screenshot_form(command: argparse.ArgumentParser) -> None:
+    """How replay sends screenshots: inline (default), by path or as fingerprints."""
+    shots = command.add_mutually_exclusive_group()
     shots.add_argument("--by-reference", dest="screenshots", action="store_const", const="path",
                        default="inline", help="keep screenshot paths (the worker needs "
                        "--images DIR) instead of inlining them as data: URIs")
@@ -212,40 +144,119 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        const="fingerprint", help="send each screenshot's fingerprint instead "
                        "of the image, as a fingerprinting runner would (small events; the "
                        "worker decodes nothing)")
-    p.set_defaults(func=cmd_replay)
 
-    p = subparsers.add_parser("verdicts", help="follow the verdict topic")
-    kafka_options(p)
-    p.add_argument("--new", action="store_true", help="only verdicts from now on")
-    p.add_argument("--final", action="store_true", help="only final verdicts")
-    p.add_argument("--format", choices=["text", "json"], default="text",
-                   help="text (default): a line per verdict; json: the verdict records")
-    p.set_defaults(func=cmd_verdicts)
 
+BROKER = Command("broker", broker_command.run, [broker_command.add_arguments], dict(
+    help=f"start an embedded Kafka 4.4 (KRaft) on 127.0.0.1:{DEFAULT_PORT} (--port) and print "
+    "its address"))
+
+WORKER_COMMAND = Command("worker", cmd_worker, [
+    kafka_options,
+    option("--models", metavar="DIR", help="model files (*.json) to load at start"),
+    option("--train", metavar="DIR", action="append", default=[],
+           help="training runs a refined model is learned from (repeatable)"),
+    option("--images", metavar="DIR",
+           help="screenshots given by path are read from this directory only"),
+    option("--app-id", default=WORKER.app_id,
+           help="Faust app id = consumer group (workers with the same id share runs)"),
+    option("--partitions", type=int, default=WORKER.partitions, help="partitions of new topics"),
+    option("--no-refine", action="store_true", help="no online refinement"),
+    option("--refine-on-verdict", action="store_true",
+           help="also refine on runs without an outcome that the validator passed"),
+    option("--drop-after", type=int, metavar="K",
+           help="independent runners whose attested successes must agree before refinement "
+           "drops a milestone or passes what the model fails (default 3)"),
+    option("--decode-budget", type=float, default=RUNS.decode_budget, metavar="S",
+           help="seconds a screenshot may take to decode before its run ends as a stream fault "
+           f"(default {RUNS.decode_budget:g})"),
+    option("--shadow-runs", type=int, default=RUNS.shadow_runs, metavar="N",
+           help="runs a refined version that changes what the model passes judges in shadow "
+           f"before it is used (default {RUNS.shadow_runs})"),
+    option("--end-silence", type=float, metavar="S",
+           help="finalise a run without its end event as incomplete after S seconds without "
+           "events (default: from its model's learned durations, >= 30)"),
+    option("--no-deadlines", action="store_true",
+           help="no timer verdicts (deadlines, long states): like the batch validator"),
+    option("--reorder-window", type=int, default=RUNS.reorder_window, metavar="N",
+           help=f"events held at most while one is missing (default {RUNS.reorder_window})"),
+    option("--reorder-timeout", type=float, default=RUNS.reorder_timeout, metavar="S",
+           help=f"seconds a missing event is waited for (default {RUNS.reorder_timeout:g})"),
+    option("--max-run-events", type=int, default=RUNS.max_run_events, metavar="N",
+           help=f"a run with more events fails with 'run too long' (default "
+           f"{RUNS.max_run_events}; with 1 MB of history at most, its record stays under "
+           "Kafka's 10 MB)"),
+    option("--fetch-buffer", type=float, default=WORKER.fetch_buffer_bytes / 2**20,
+           metavar="MB", help="events fetched and waiting to be judged at most before fetching "
+           f"pauses (default {WORKER.fetch_buffer_bytes / 2**20:g} MB; and 4096 events)"),
+    option("--metrics-port", type=int, default=WORKER.metrics_port,
+           help=f"Prometheus /metrics port (default {WORKER.metrics_port}, 0: off)"),
+    _metrics_addr,
+    option("--session-timeout", type=float, default=WORKER.session_timeout, metavar="S",
+           help=f"Kafka group session timeout (default {WORKER.session_timeout:g} s)"),
+    option("--instance-id", metavar="ID",
+           help="Kafka static group membership (group.instance.id, unique per worker of an "
+           "app id): a worker started again within the session timeout gets its partitions "
+           "back without a rebalance"),
+    option("--stall-restart", type=float, default=WORKER.stall_restart, metavar="S",
+           help="start the worker again when a partition's records stay undelivered (or its "
+           f"topics unassigned) this long (default {WORKER.stall_restart:g} s)"),
+    option("--tick", type=float, default=WORKER.tick_interval, metavar="S",
+           help=f"timer period ({WORKER.tick_interval:g} s)"),
+    option("--log-level", default="warning", choices=["debug", "info", "warning", "error"],
+           help="what the worker logs to standard error (default warning)"),
+], dict(help="the streaming validator (a Faust worker)"))
+
+REPLAY = Command("replay", cmd_replay, [
+    option("paths", nargs="+", help="trace directories or .jsonl files"),
+    kafka_options,
+    option("--speed", type=float, default=1.0,
+           help="time factor (2: twice as fast; 0: as fast as possible)"),
+    option("--stagger", type=float, default=0.0, metavar="S",
+           help="seconds between the runs' starts (default 0: all at once)"),
+    _screenshot_form,
+], dict(help="publish recorded runs as runners would"))
+
+VERDICTS = Command("verdicts", cmd_verdicts, [
+    kafka_options,
+    option("--new", action="store_true", help="only verdicts from now on"),
+    option("--final", action="store_true", help="only final verdicts"),
+    option("--format", choices=["text", "json"], default="text",
+           help="text (default): a line per verdict; json: the verdict records"),
+], dict(help="follow the verdict topic"))
+
+DEMO = Command("demo", cmd_demo, [
+    option("directory", nargs="?", default=str(REPO_EXAMPLES),
+           help="a trace set with train/ and test/ (default: the repo's examples/jupyter)"),
+    option("--once", action="store_true",
+           help="print each run's final verdict once and exit (refinement and timer verdicts "
+           "off: comparable with `trustlayer validate`)"),
+    option("--format", choices=["text", "json"], default="text",
+           help="with --once: a line per run (text, default) or the verdict records"),
+    option("--speed", type=float, help="replay speed (default 1; 0 with --once)"),
+    option("--broker", help="use this Kafka instead of starting an embedded one"),
+    option("--timeout", type=float, default=180.0,
+           help="give up after this many seconds (default 180)"),
+    option("--metrics-port", type=int, default=0,
+           help="the demo worker's /metrics port (default 0: off)"),
+], dict(help="embedded Kafka + worker + replay, live verdicts"))
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the streaming commands to ``trustlayer``'s parser."""
+    add_commands(subparsers, [BROKER, WORKER_COMMAND, REPLAY, VERDICTS])
     models.register(subparsers)
-
-    p = subparsers.add_parser("demo", help="embedded Kafka + worker + replay, live verdicts")
-    p.add_argument("directory", nargs="?", default=str(REPO_EXAMPLES),
-                   help="a trace set with train/ and test/ (default: the repo's "
-                   "examples/jupyter)")
-    p.add_argument("--once", action="store_true",
-                   help="print each run's final verdict once and exit (refinement and timer "
-                   "verdicts off: comparable with `trustlayer validate`)")
-    p.add_argument("--format", choices=["text", "json"], default="text",
-                   help="with --once: a line per run (text, default) or the verdict records")
-    p.add_argument("--speed", type=float, help="replay speed (default 1; 0 with --once)")
-    p.add_argument("--broker", help="use this Kafka instead of starting an embedded one")
-    p.add_argument("--timeout", type=float, default=180.0,
-                   help="give up after this many seconds (default 180)")
-    p.add_argument("--metrics-port", type=int, default=0,
-                   help="the demo worker's /metrics port (default 0: off)")
-    p.set_defaults(func=cmd_demo)
+    add_commands(subparsers, [DEMO])
     missing = missing_extra()
     if missing:  # the commands stay listed, and say what to install
-        for name in ("broker", "worker", "replay", "verdicts", "models", "demo"):
-            parser = subparsers.choices[name]
-            nested = [action.choices for action in parser._actions
-                      if isinstance(action, argparse._SubParsersAction)]
-            for command, each in [(name, parser)] + [(f"{name} {inner}", q) for choices in nested
-                                                     for inner, q in choices.items()]:
-                each.set_defaults(func=needs_extra(command, missing))
+        _refuse_without(missing, subparsers)
+
+
+def _refuse_without(missing: list[str], subparsers: argparse._SubParsersAction) -> None:
+    """Make every streaming command, and each of its own subcommands, say what to install."""
+    for name in ("broker", "worker", "replay", "verdicts", "models", "demo"):
+        parser = subparsers.choices[name]
+        nested = [action.choices for action in parser._actions
+                  if isinstance(action, argparse._SubParsersAction)]
+        for command, each in [(name, parser)] + [(f"{name} {inner}", q) for choices in nested
+                                                 for inner, q in choices.items()]:
+            each.set_defaults(func=needs_extra(command, missing))
