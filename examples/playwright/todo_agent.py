@@ -5,8 +5,9 @@ trustlayer's runner library, to a trace directory or to the worker's Kafka topic
     python examples/playwright/todo_agent.py "pay rent" --kafka localhost:9092
 
 `--button Clear` makes it press the wrong button (an agent error), `--broken` serves a page
-whose API fails (a product bug). `add_item` is the whole instrumentation (README); leaving its block ends the run (outcome
-``unknown``: the agent does not know the truth, the judge decides).
+whose API fails (a product bug). `add_item` is the whole instrumentation (README); leaving
+its block ends the run (outcome ``unknown``: the agent does not know the truth, the judge
+decides).
 """
 from __future__ import annotations
 

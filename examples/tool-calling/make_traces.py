@@ -199,7 +199,8 @@ def run(run_id: str, seed: int, *, weather_first: bool = False, details: bool = 
 TRAIN = [dict(seed=11), dict(seed=12, weather_first=True, early_flight=True),
          dict(seed=13, details=True, cheap_hotel=True),
          dict(seed=14, reviews=True, weather_first=True, early_flight=True, cheap_hotel=True)]
-TEST = [dict(seed=21, details=True, reviews=True, early_flight=True), dict(seed=22, cheap_hotel=True),
+TEST = [dict(seed=21, details=True, reviews=True, early_flight=True),
+        dict(seed=22, cheap_hotel=True),
         dict(seed=23, weather_first=True), dict(seed=24, fault="wrong_city"),
         dict(seed=25, fault="no_email", details=True), dict(seed=26, fault="flight_503"),
         dict(seed=27, fault="smtp_down", reviews=True, early_flight=True)]

@@ -4,7 +4,7 @@ judged, or as incomplete; and a conversation judged by what it changed. A part o
 :class:`~trustlayer.judge.matcher.Matcher`, kept apart from the feeding of events."""
 from __future__ import annotations
 
-from trustlayer.compare.equivalence import at_an_end_place
+from trustlayer.compare.endings import at_an_end_place
 from trustlayer.judge.cause import explain_failure
 from trustlayer.judge.deadlines import overdue
 from trustlayer.judge.effects import EffectWatch
@@ -25,7 +25,7 @@ from trustlayer.judge.status import INCOMPLETE, PASSED, Status
 from trustlayer.observe.edits import RemovalLedger, describe
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.steps import StepBuilder
-from trustlayer.observe.traces import Event
+from trustlayer.observe.trace_events import Event
 
 
 class RunEnd(MilestoneProgress):
