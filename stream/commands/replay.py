@@ -31,7 +31,9 @@ from trustlayer.observe.traces import read_run, trace_files
 def inline_screenshot(event: dict, base_dir: Path) -> dict:
     """`event` with its screenshot path (relative to `base_dir`) replaced by a data URI."""
     observation = event.get("observation")
-    shot = observation.get("screenshot") if isinstance(observation, dict) else None
+    if not isinstance(observation, dict):
+        return event
+    shot = observation.get("screenshot")
     if not isinstance(shot, str) or shot.startswith("data:"):
         return event
     path = base_dir / shot

@@ -138,7 +138,8 @@ class StreamProcessor:
         self.runs.revoke()
         self.shadow.revoke()
 
-    def assign(self, partitions: Iterable[int], stored: Iterable[tuple[str, bytes]]) -> Output:
+    def assign(self, partitions: Iterable[int],
+               stored: Iterable[tuple[str, bytes | dict]]) -> Output:
         """The table was recovered for `partitions`: the run book loads their runs from
         `stored` (key, value) pairs and returns the outboxes still to send; silence counts
         afresh."""

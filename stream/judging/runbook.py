@@ -238,7 +238,8 @@ class RunBook:
         self._matchers.clear()
         self._active = set()
 
-    def assign(self, partitions: Iterable[int], stored: Iterable[tuple[str, bytes]]) -> Output:
+    def assign(self, partitions: Iterable[int],
+               stored: Iterable[tuple[str, bytes | dict]]) -> Output:
         """The table was recovered for `partitions`: load their runs from `stored` (key,
         value) pairs and return the outboxes still to send."""
         self._active = active = set(partitions)

@@ -58,10 +58,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"log: {broker.log_file}", flush=True)
             print(f"data: {broker.dir}", flush=True)
             print("Ctrl+C to stop", flush=True)
-            while broker.proc is not None and broker.proc.poll() is None:
+            proc = broker.proc
+            assert proc is not None, "started by `with broker`"
+            while proc.poll() is None:
                 time.sleep(0.5)
             broker.keep_dir = True  # a crash: its data stays, to start again on
-            print(f"trustlayer broker: the Kafka process exited (code {broker.proc.returncode})"
+            print(f"trustlayer broker: the Kafka process exited (code {proc.returncode})"
                   f"; its data is kept: start it again with `trustlayer broker --data "
                   f"{broker.dir}`", file=sys.stderr)
             return 1

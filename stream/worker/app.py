@@ -21,10 +21,13 @@ import logging
 import sys
 import tempfile
 from collections.abc import Awaitable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import faust
+from faust.types import TP, TableT, TopicT
+from mode.types import BaseSignalT
 
 from stream.kafka import clients
 from stream.kafka.topics import worker_topics
@@ -47,16 +50,19 @@ def create_app(cfg: WorkerConfig, datadir: Path | None = None) -> tuple[faust.Ap
     topics = declare_topics(app, cfg)
     runs, training = declare_tables(app, cfg)
     rt = Runtime(cfg, app, topics, (runs, training))
-    app.service(rt.models)
+    # faust annotates service() for classes; an instance is started as it is
+    # (App._prepare_subservice)
+    app.service(rt.models)  # type: ignore[arg-type]
     wire(app, rt, topics, runs, training)
     return app, rt
 
 
 def faust_app(cfg: WorkerConfig, datadir: Path | None) -> faust.App:
     """The Faust app with `cfg`'s settings and the worker's transport (no topics yet)."""
+    where: dict[str, Any] = {"datadir": str(datadir)} if datadir is not None else {}
     app = faust.App(
         cfg.app_id,
-        **({"datadir": str(datadir)} if datadir is not None else {}),
+        **where,
         broker=f"kafka://{cfg.bootstrap}",
         store="memory://",
         autodiscover=False,
@@ -86,25 +92,27 @@ def faust_app(cfg: WorkerConfig, datadir: Path | None) -> faust.App:
     return app
 
 
-def declare_topics(app: faust.App, cfg: WorkerConfig) -> dict[str, Any]:
+def declare_topics(app: faust.App, cfg: WorkerConfig) -> dict[str, TopicT]:
     """The worker's Faust topics, raw bytes in and out, by role."""
     names = cfg.topics
-    raw = dict(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+    raw_topic = partial(app.topic, key_type=bytes, value_type=bytes, key_serializer="raw",
+                        value_serializer="raw")
     return {
-        "events": app.topic(names.events, partitions=cfg.partitions, **raw),
-        "verdicts": app.topic(names.verdicts, partitions=cfg.partitions, **raw),
-        "dlq": app.topic(names.dlq, partitions=cfg.partitions, **raw),
-        "models": app.topic(names.models, **raw),
-        "finished": app.topic(cfg.finished_topic, partitions=cfg.partitions, internal=True,
-                              **raw),
+        "events": raw_topic(names.events, partitions=cfg.partitions),
+        "verdicts": raw_topic(names.verdicts, partitions=cfg.partitions),
+        "dlq": raw_topic(names.dlq, partitions=cfg.partitions),
+        "models": raw_topic(names.models),
+        "finished": raw_topic(cfg.finished_topic, partitions=cfg.partitions, internal=True),
     }
 
 
-def wire(app: faust.App, rt: Runtime, topics: dict[str, Any], runs: Any, training: Any) -> None:
+def wire(app: faust.App, rt: Runtime, topics: dict[str, TopicT], runs: TableT,
+         training: TableT) -> None:
     """Connect the agents, timers and table callbacks of `app` to `rt`'s methods."""
 
     @app.on_partitions_revoked.connect
-    async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+    async def on_revoked(sender: faust.App, /, *revoked: set[TP], signal: BaseSignalT,
+                         **kwargs: Any) -> None:
         # Nothing is awaited here: waiting for deliveries inside the rebalance can stall
         # it (the agent awaits its own batch's deliveries; Faust flushes the producer).
         rt.fetched.clear()
@@ -119,7 +127,7 @@ def wire(app: faust.App, rt: Runtime, topics: dict[str, Any], runs: Any, trainin
     async def on_training_recovered() -> None:
         rt.training_recovered()
 
-    app.consumer.fetch_sinks[rt.cfg.topics.events] = rt.fetched.put  # (stream.worker.transport)
+    transport.fetch_sinks(app)[rt.cfg.topics.events] = rt.fetched.put
 
     @app.agent(topics["events"])
     async def judge(stream: Any) -> None:  # the agent subscribes the topic

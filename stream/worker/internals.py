@@ -37,8 +37,8 @@ def has_attribute(cls: type, name: str) -> bool:
     if hasattr(cls, name) or any(name in vars(klass).get("__annotations__", {})
                                  for klass in cls.__mro__):
         return True
-    inits = (vars(klass).get("__init__") for klass in cls.__mro__)
-    return any(name in init.__code__.co_names for init in inits if hasattr(init, "__code__"))
+    codes = (getattr(vars(klass).get("__init__"), "__code__", None) for klass in cls.__mro__)
+    return any(name in code.co_names for code in codes if code is not None)
 
 
 def missing(patched: tuple[tuple[str, str, tuple[str, ...]], ...] = PATCHED) -> list[str]:

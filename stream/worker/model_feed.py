@@ -54,11 +54,15 @@ class ModelFeed(faust.Service):
                         [await consumer.position(tp) >= end[tp] for tp in end]):
                     await self.adopt_files()
                     self.ready.set()
-                    log.info("models: %s", ", ".join(
-                        f"{task} v{self.registry.latest(task).version}"
-                        for task in self.registry.tasks()) or "none")
+                    log.info("models: %s", self._versions())
         finally:
             await consumer.stop()
+
+    def _versions(self) -> str:
+        """The model version each task's new runs use, for the log."""
+        latest = {task: self.registry.latest(task) for task in self.registry.tasks()}
+        return ", ".join(f"{task} v{model.version}" if model else f"{task} in shadow only"
+                         for task, model in latest.items()) or "none"
 
     async def adopt_record(self, record: Any) -> None:
         """Use a model record signed with the worker's key; refuse any other to the DLQ

@@ -20,7 +20,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+import faust
 from aiokafka import TopicPartition
+from faust.types import TableT, TopicT
 
 from stream.judging.metrics import Metrics
 from stream.judging.processor import StreamProcessor
@@ -80,13 +82,14 @@ class Outlets:
     verdicts judged just after a checkpoint waited behind them: most of the publish ->
     verdict tail (measured: docs/benchmarks.md)."""
 
-    def __init__(self, verdicts: Any, dlq: Any, finished: Any):
+    def __init__(self, verdicts: TopicT, dlq: TopicT, finished: TopicT):
         self.verdicts, self.dlq, self.finished = verdicts, dlq, finished
 
     async def send(self, out: Output) -> list[Awaitable]:
         """Hand `out`'s records to the producer, in order; the returned awaitables say when
         each is delivered."""
-        records = [(self.verdicts, run_id.encode(), record) for run_id, record in out.verdicts]
+        records: list[tuple[TopicT, bytes | None, dict]] = [
+            (self.verdicts, run_id.encode(), record) for run_id, record in out.verdicts]
         records += [(self.dlq, key, record) for key, record in out.dlq]
         records += [(self.finished, task.encode(), payload) for task, payload in out.finished]
         # force: not held back as an attachment of a Faust event being processed
@@ -103,8 +106,8 @@ class Runtime:
     anything starts, so that a bad file stops the command with its message.
     """
 
-    def __init__(self, cfg: WorkerConfig, app: Any, topics: dict[str, Any],
-                 tables: tuple[Any, Any]):
+    def __init__(self, cfg: WorkerConfig, app: faust.App, topics: dict[str, TopicT],
+                 tables: tuple[TableT, TableT]):
         self.cfg, self.app = cfg, app
         self.registry = ModelRegistry()
         self.metrics = Metrics()

@@ -8,20 +8,22 @@ import asyncio
 from typing import Any
 
 import faust
+from faust.types import TableT
 
 from stream.kafka.clients import MAX_MESSAGE_BYTES
 from stream.kafka.names import RUNS_TABLE, TRAINING_TABLE
 from stream.worker.config import WorkerConfig
 
 
-def declare_tables(app: faust.App, cfg: WorkerConfig) -> tuple[Any, Any]:
+def declare_tables(app: faust.App, cfg: WorkerConfig) -> tuple[TableT, TableT]:
     """The ``runs`` and ``training`` tables of `app` (keys text, values raw bytes)."""
     big = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
-    schema = faust.Schema(key_type=str, value_type=bytes, key_serializer="raw",
-                          value_serializer="raw")
-    return tuple(app.Table(name, partitions=cfg.partitions, schema=schema,
-                           extra_topic_configs=big)
-                 for name in (RUNS_TABLE, TRAINING_TABLE))
+    schema: faust.Schema = faust.Schema(key_type=str, value_type=bytes, key_serializer="raw",
+                                        value_serializer="raw")
+    runs, training = (app.Table(name, partitions=cfg.partitions, schema=schema,
+                                extra_topic_configs=big)
+                      for name in (RUNS_TABLE, TRAINING_TABLE))
+    return runs, training
 
 
 class TableStore:

@@ -54,7 +54,7 @@ class EventFetcher:
         tp = TopicPartition(self.topic, partition)
         self.consumer.assign([tp])
         self.consumer.seek(tp, min(offsets))
-        wanted, found = set(offsets), {}
+        wanted, found = set(offsets), dict[int, bytes]()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while wanted - set(found) and loop.time() < deadline:
@@ -117,6 +117,7 @@ class TrainingRuns:
         for rid in result.merged + result.held:
             source = self.registry.runs.get(run.task, {}).get(rid) or \
                 self.registry.pending.get(run.task, {}).get(rid)
+            assert source is not None, "learn_one merges or holds runs it gave the registry"
             state = "merged" if rid in result.merged else "held"
             self.store.put(f"{run.task}/{rid}", message.partition, json.dumps(
                 {"partition": message.partition, "state": state,

@@ -11,7 +11,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from faust.transport.drivers import aiokafka as faust_kafka
-from faust.types import TP, Message
+from faust.types import TP, AppT, Message
 from mode.utils.futures import maybe_async
 
 #: How long the broker may hold a fetch of the worker's consumer for records to come (ms;
@@ -45,6 +45,9 @@ WORKER_BUSY_FETCH_MAX_WAIT_MS = 5
 #: done but its node busy, sends nothing and waits for records to be taken or for this
 #: timeout; after a fetch that brought nothing, none are.
 WORKER_FETCHER_TIMEOUT = 0.005
+
+#: Takes the new records of a topic from one fetch (see :class:`_WorkerConsumer`).
+Sink = Callable[[list[Message]], None]
 
 
 def tune_fetcher(fetcher: Any) -> None:
@@ -111,7 +114,9 @@ class _WorkerConsumerThread(faust_kafka.AIOKafkaConsumerThread):
         await super().on_start()
         tune_fetcher(self._ensure_consumer()._fetcher)
 
-    async def seek_to_committed(self) -> dict[TopicPartition, int | None]:
+    # faust says Mapping[TP, int]: aiokafka's gives None for a partition never committed
+    async def seek_to_committed(  # type: ignore[override]
+            self) -> dict[TopicPartition, int | None]:
         """Faust's seek back to the committed offsets at the end of a rebalance, also for
         the partitions nothing was committed for yet: those start again at their beginning,
         where the group started (``auto_offset_reset="earliest"``). aiokafka seeks only to a
@@ -142,7 +147,7 @@ class _WorkerConsumer(faust_kafka.Consumer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fetch_sinks: dict[str, Callable[[list[Message]], None]] = {}
+        self.fetch_sinks: dict[str, Sink] = {}
 
     def _new_consumer_thread(self) -> faust_kafka.AIOKafkaConsumerThread:
         return _WorkerConsumerThread(self, loop=self.loop, beacon=self.beacon)
@@ -181,6 +186,16 @@ class _WorkerConsumer(faust_kafka.Consumer):
         message.tracked = True
         self.track_message(message)
         return True
+
+
+def fetch_sinks(app: AppT) -> dict[str, Sink]:
+    """The sinks of `app`'s consumer, by topic (see :class:`_WorkerConsumer`); `app` has a
+    :class:`WorkerTransport`."""
+    consumer = app.consumer
+    if not isinstance(consumer, _WorkerConsumer):
+        raise TypeError(f"{type(consumer).__name__} is not the worker's consumer: set "
+                        "app.transport = WorkerTransport(...) before it is made")
+    return consumer.fetch_sinks
 
 
 class WorkerTransport(faust_kafka.Transport):
