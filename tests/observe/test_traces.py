@@ -118,6 +118,17 @@ def test_bad_screenshots_are_refused(tmp_path, setup, ref, message):
     assert error.value.line == 1
 
 
+def test_a_screenshot_seen_before_is_checked_again_against_each_limit(tmp_path):
+    """Its header is read once (by the bytes' digest); the pixel limit is still applied to
+    every read, and the same bytes give the same size."""
+    uri = "data:image/png;base64," + base64.b64encode(png_bytes((300, 300))).decode()
+    path = write(tmp_path, with_screenshot(uri))
+    assert read_run(path).states[0].observation.screenshot.size == (300, 300)
+    with pytest.raises(TraceError, match="over the limit"):
+        read_run(path, Settings(max_image_pixels=50_000))
+    assert read_run(path).states[0].observation.screenshot.size == (300, 300)
+
+
 def test_stream_events_without_an_image_directory_refuse_paths():
     with pytest.raises(TraceError, match="no image directory"):
         parse_event(dict(GOOD[0], observation={"screenshot": "a.png"}))

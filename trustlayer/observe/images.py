@@ -28,6 +28,10 @@ from trustlayer.settings import Settings
 
 HEX64, HEX16 = re.compile(r"[0-9a-f]{64}"), re.compile(r"[0-9a-f]{16}")
 IMAGE_FORMATS = ("PNG", "JPEG", "WEBP")
+#: Headers read, by the bytes' SHA-256: a fleet of agents shows the same screens, and the
+#: header of bytes already seen needs no reading again (cleared when full, to stay small).
+_HEADERS: dict[str, tuple[str | None, tuple[int, int]]] = {}
+HEADERS_KEPT = 1 << 12
 
 
 class ImageRef:
@@ -35,9 +39,11 @@ class ImageRef:
 
     __slots__ = ("_gray", "data", "failure", "origin", "sha256", "size")
 
-    def __init__(self, data: bytes, origin: str, size: tuple[int, int] | None = None):
+    def __init__(self, data: bytes, origin: str, size: tuple[int, int] | None = None,
+                 sha256: str | None = None):
         self.data, self.origin = data, origin
-        self.sha256 = hashlib.sha256(data).hexdigest()
+        #: the bytes' digest (given: already computed from `data` by the caller)
+        self.sha256 = sha256 or hashlib.sha256(data).hexdigest()
         self._gray: Image.Image | None = None
         #: width and height, as the header says (None: not read yet)
         self.size = size
@@ -166,7 +172,9 @@ def load_image(ref: str, base_dir: Path | None, settings: Settings, source: str,
             raise TraceError(f"screenshot path '{ref}' given but no image directory is allowed "
                              "here; send a data: URI instead", source, line, PATH_OUTSIDE_DIR)
         data, origin = _read_image_file(ref, base_dir, settings.max_image_bytes, source, line)
-    return ImageRef(data, origin, _check_image(data, origin, settings, source, line))
+    digest = hashlib.sha256(data).hexdigest()
+    size = _check_image(data, digest, origin, settings, source, line)
+    return ImageRef(data, origin, size, digest)
 
 
 def _read_image_file(ref: str, base_dir: Path, limit: int, source: str,
@@ -194,19 +202,17 @@ def _read_image_file(ref: str, base_dir: Path, limit: int, source: str,
     return data, str(path)
 
 
-def _check_image(data: bytes, origin: str, settings: Settings, source: str,
+def _check_image(data: bytes, sha256: str, origin: str, settings: Settings, source: str,
                  line: int | None) -> tuple[int, int]:
     """The image's size, read from its header only (format and size checked, no pixel
-    decoding)."""
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            fmt, (width, height) = image.format, image.size
-    except Image.DecompressionBombError:
-        raise TraceError(f"screenshot {origin} is a decompression bomb", source, line,
-                         IMAGE_TOO_LARGE) from None
-    except Exception:
-        raise TraceError(f"screenshot {origin} is not a PNG, JPEG or WebP image", source,
-                         line, BAD_IMAGE) from None
+    decoding); `sha256` is the digest of `data`."""
+    header = _HEADERS.get(sha256)
+    if header is None:
+        header = _read_header(data, origin, source, line)
+        if len(_HEADERS) >= HEADERS_KEPT:
+            _HEADERS.clear()
+        _HEADERS[sha256] = header
+    fmt, (width, height) = header
     if fmt not in IMAGE_FORMATS:
         raise TraceError(f"screenshot {origin} is {fmt}, not PNG, JPEG or WebP", source, line,
                          BAD_IMAGE)
@@ -215,3 +221,18 @@ def _check_image(data: bytes, origin: str, settings: Settings, source: str,
                          f"{settings.max_image_pixels} (setting max_image_pixels)", source, line,
                          IMAGE_TOO_LARGE)
     return width, height
+
+
+def _read_header(data: bytes, origin: str, source: str,
+                 line: int | None) -> tuple[str | None, tuple[int, int]]:
+    """The format and size the header of `data` gives (Pillow's reading, no pixels);
+    raises :class:`TraceError` for bytes that are not an image Pillow opens."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.format, image.size
+    except Image.DecompressionBombError:
+        raise TraceError(f"screenshot {origin} is a decompression bomb", source, line,
+                         IMAGE_TOO_LARGE) from None
+    except Exception:
+        raise TraceError(f"screenshot {origin} is not a PNG, JPEG or WebP image", source,
+                         line, BAD_IMAGE) from None
