@@ -152,6 +152,34 @@ def test_signs_survive_a_snapshot(task, run):
     assert resumed.feed(events[-1]).verdict == "fail"
 
 
+# a run that could not write a file (the product refused the write) and then stopped, the
+# step of the refusal and what the product said
+REFUSED_WRITES = [
+    dev(SHARED / "coding-dev2" / "slugify-fix-regex-bug", "slugify-fix-regex-bug-test-02", 8,
+        "Error writing slugify/slugify.py: OSError: [Errno 27]", id="never-checked"),
+    dev(CLI_FLAG, "slugify-cli-flag-test-13", 14,
+        "Error writing slugify/__main__.py: PermissionError:", id="failures-left")]
+
+
+@pytest.mark.parametrize(("task", "run", "step", "error"), REFUSED_WRITES)
+def test_a_sign_the_product_caused_quotes_what_it_said_at_that_step(task, run, step, error):
+    model, judged_run = model_of(task), read_run(task / "test" / f"{run}.jsonl")
+    status, events = judge_run(model, judged_run), judged_run.events
+    assert (status.verdict, status.cause, status.step) == ("fail", "product_bug", step)
+    assert f"the screen showed '{error}" in status.reason, status.reason
+    # a record written before the step of the news was kept: still the product's fault
+    matcher = Matcher(model)
+    for event in events[:-1]:
+        matcher.feed(event)
+    record = json.loads(json.dumps(snapshot(matcher)))
+    signs = record["signs"]
+    for kept_as_flag, at in (("news_since_report", "report_news_at"),
+                             ("news_since_change", "change_news_at")):
+        signs[kept_as_flag] = signs.pop(at) is not None
+    status = restore(model, record).feed(events[-1])
+    assert (status.verdict, status.cause) == ("fail", "product_bug"), status.reason
+
+
 # a run whose request Django answered with its plain 500 error page, and that request
 SERVER_ERRORS = [(NETWORK, "dj-search-open-test-10", "GET /admin/library/book/75/change/"),
                  dev(RENAME, "dj-rename-category-test-09", "POST /admin/library/category/",

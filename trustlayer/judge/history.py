@@ -41,20 +41,22 @@ class Observed(NamedTuple):
     ends: bool = False
     #: files changed with no action of the agent
     files_moved: bool = False
-    #: when it matched nothing: the line that tells it, verbatim and shortened
-    #: (:func:`trustlayer.judge.quotes.telling_line`)
+    #: when it matched nothing or showed news beside what it matched: the line that
+    #: tells it, verbatim and shortened (:func:`trustlayer.judge.quotes.telling_line`)
     shown: str = ""
 
 
 def observed(model: Model, step: Step, observation: Observation, known: Sequence[str],
              novel: Sequence[str], ends: bool, history: Sequence[Observed],
-             position: int) -> Observed:
+             position: int, beside: Sequence[str] = ()) -> Observed:
     """The row of `step`, which matched the `known` model states and holds the `novel`
-    words; one that matched nothing is told by its line (:func:`telling_line`), against
+    words; one that matched nothing, or holds words no training state showed `beside`
+    what it matched (a tool's error), is told by its line (:func:`telling_line`), against
     what successful runs showed after the run's last row (`history`) and its next
     milestone (`position`)."""
-    shown = "" if known else telling_line(model, step.fingerprint, observation, novel,
-                                          history[-1].ids if history else (), position)
+    told = not known or beside
+    shown = telling_line(model, step.fingerprint, observation, novel or beside,
+                         history[-1].ids if history else (), position) if told else ""
     return Observed(step.seq, step.ts, known, action_signatures(step), novel[:8], ends,
                     step.files_moved, shown)
 

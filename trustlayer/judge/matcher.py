@@ -135,13 +135,14 @@ class Matcher(RunEnd):
         novel = [word for word in index_of(self.model).novelty(step.fingerprint)
                  if word not in self.typed_words] if not known else []
         # a known state may hold news too (a tool's error beside the usual output)
-        news = bool(novel) or bool(known) and bool(self.model.check_files) \
-            and bool(index_of(self.model).novelty(step.fingerprint))
+        beside = index_of(self.model).novelty(step.fingerprint) \
+            if known and self.model.check_files else []
+        news = bool(novel or beside)
         self.signs.observe(self.model, step, facts_before, observation, known, news)
         ends = ends_like_success(self.model, step.fingerprint, known, self.typed_words) \
             or self.outputs.answered(self.model) and at_an_end_place(self.model, step.fingerprint)
         self.history.append(observed(self.model, step, observation, known, novel, ends,
-                                     self.history, self.position))
+                                     self.history, self.position, beside))
         if not known:
             self.current.unknown_states += 1
         if self.current.status == FAILED:

@@ -112,8 +112,7 @@ class RunEnd(MilestoneProgress):
             return
         sign = self.signs.sign(self.model) if wrong is None else None
         if sign is not None and sign.cause is not None:
-            self._fail(sign.cause, Reason(sign.code, sign.expected, sign.shown, last),
-                       sign.reason, seq)
+            self._fail(sign.cause, self._sign_reason(sign, last), sign.reason, seq)
             return
         if self.current.status == PASSED and wrong is None and sign is None:
             self.current.final = True
@@ -131,6 +130,16 @@ class RunEnd(MilestoneProgress):
         if not self.current.missing and not self._accepted():
             self.current.missing = [" or ".join(self.model.name(s) for s in self.model.accepting)]
         self._fail(cause, why, details, seq)
+
+    def _sign_reason(self, sign: Sign, last: int) -> Reason:
+        """The short reason of `sign`: the line of the state it is about, quoted when that
+        state matched nothing (a tool's error: what the product did), else what the sign
+        says, at the run's last state."""
+        row = next((row for row in self.history if row.seq == sign.at), None) \
+            if sign.at is not None else None
+        if row is not None and row.shown:
+            return Reason(sign.code, sign.expected, f"the screen showed '{row.shown}'", row.seq)
+        return Reason(sign.code, sign.expected, sign.shown, last)
 
     def tick(self, now: float) -> Status | None:
         """Fail the run if a learned deadline has passed at time `now` (the stream's timer:

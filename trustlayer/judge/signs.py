@@ -31,6 +31,7 @@ MAX_QUOTED = 60  # characters of a line quoted in a reason
 _PLAIN = re.compile(r'^- (?:[a-z]+ )?"(.*)"$')  # an accessibility line: its name
 AGENT_ERROR, PRODUCT_BUG = "agent_error", "product_bug"
 HTTP_ERROR, SERVER_ERROR = 400, 500  # a 5xx is the server's own failure, a 4xx may be asked for
+NO_ROW = -1  # a seq no state has: news whose state a record written before lacks
 
 
 class Sign(NamedTuple):
@@ -43,6 +44,7 @@ class Sign(NamedTuple):
     expected: str
     shown: str
     code: str = FAILURE_SIGN
+    at: int | None = None  # the seq of the state the sign is about, when it is not the last
 
 
 def _quote(line: str, words: int | None = None) -> str:
@@ -66,10 +68,11 @@ class FailureWatch:
     taken_out: list[str] = field(default_factory=list)  # [path, line] of a file successful
     # runs only added to
     words: WordLedger = field(default_factory=WordLedger)  # what its diffs added
-    # whether the product said something no successful run saw (a tool's error) since the
-    # last check's answer, and since the last change of the files (with that change)
-    news_since_report: bool = False
-    news_since_change: bool = False
+    # the first state where the product said something no successful run saw (a tool's
+    # error) since the last check's answer, and since the last change of the files (that
+    # change's own state included): its seq, the state a reason quotes; None: no news
+    report_news_at: int | None = None
+    change_news_at: int | None = None
     # "METHOD path" -> the error status no successful run received, not made good since
     http_errors: dict[str, int] = field(default_factory=dict)
     texts_missing: list[str] = field(default_factory=list)  # end texts its latest state lacks
@@ -84,14 +87,16 @@ class FailureWatch:
         lines, text, responses = step.fingerprint.content, observation.text, observation.network
         if model.end_texts:
             self.texts_missing = lacking(observation, model.end_texts)
-        self.news_since_report |= news
+        if news and self.report_news_at is None:
+            self.report_news_at = step.seq
+        if news and self.change_news_at is None:
+            self.change_news_at = step.seq
         for response in responses:
             request = f"{response.method} {response.path}"
             if response.status >= HTTP_ERROR and response.status not in model.statuses:
                 self.http_errors[request] = response.status
             else:  # answered again, and well
                 self.http_errors.pop(request, None)
-        self.news_since_change |= news
         if (model.added_only or model.changed_files) and not self.taken_out:
             self.taken_out = next(([path, removed[0]] for path, removed in taken_out(text).items()
                                    if path in model.added_only
@@ -107,13 +112,13 @@ class FailureWatch:
             changed = moved & set(model.check_files)
             if changed:
                 self.changed = sorted(set(self.changed) | changed)
-                self.checked_since, self.news_since_change = [], news
+                self.checked_since, self.change_news_at = [], step.seq if news else None
             elif used := calls & {*model.checks, *model.some_checks}:
                 self.checked_since = sorted(set(self.checked_since) | used)
         for call in calls & model.overcome.keys():
             shapes = {shape_of(line) for line in lines}
             self.unresolved[call] = [shape for shape in model.overcome[call] if shape in shapes]
-            self.news_since_report = False  # (a report's own news: the agent's test names)
+            self.report_news_at = None  # (a report's own news: the agent's test names)
 
     def sign(self, model: Model) -> Sign | None:
         """The run's sign of failure, or None when it shows none. What the agent did to
@@ -134,9 +139,9 @@ class FailureWatch:
                 name = call.partition(':')[2] or call
                 return Sign(f"its last {name} report still showed "
                             f"{_quote(shapes[0])}, which successful runs went on to fix",
-                            PRODUCT_BUG if self.news_since_report else AGENT_ERROR,
+                            PRODUCT_BUG if self.report_news_at is not None else AGENT_ERROR,
                             f"a {name} report without {_quote(shapes[0], 4)}",
-                            "its last report still showed it")
+                            "its last report still showed it", at=self.report_news_at)
         for path, words in sorted(model.required_words.items()):
             added = self.words.net(path)
             if added is not None and (lacking := [w for w in words if w not in added]):
@@ -156,9 +161,10 @@ class FailureWatch:
         if self.changed and model.checks and not set(self.checked_since) & set(model.checks):
             return Sign(f"it changed {self.changed[0]} and never checked its work afterwards; "
                         f"every successful run then used {' or '.join(model.checks)}",
-                        PRODUCT_BUG if self.news_since_change else AGENT_ERROR,
+                        PRODUCT_BUG if self.change_news_at is not None else AGENT_ERROR,
                         f"that the agent then {in_words(model.checks[0])}",
-                        f"the run showed no check after it changed {self.changed[0]}")
+                        f"the run showed no check after it changed {self.changed[0]}",
+                        at=self.change_news_at)
         if self.still_shown:
             return Sign(f"the run ended still showing {_quote(self.still_shown[0])}, which "
                         "every successful run's work made go", None,
@@ -184,7 +190,12 @@ class FailureWatch:
     def from_json(cls, data: dict[str, Any] | None) -> FailureWatch:
         if not data:
             return cls()
-        return cls(**dict(data, words=WordLedger.from_json(data["words"])))
+        data = dict(data, words=WordLedger.from_json(data["words"]))
+        for kept_as_flag, at in (("news_since_report", "report_news_at"),
+                                 ("news_since_change", "change_news_at")):
+            if data.pop(kept_as_flag, False):  # a record written before the seq was kept
+                data[at] = NO_ROW
+        return cls(**data)
 
 
 def lacking(observation: Observation, texts: Sequence[str]) -> list[str]:
