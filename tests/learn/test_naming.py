@@ -126,3 +126,12 @@ def test_an_open_menu_is_named_by_the_click_that_opened_it_on_its_page():
     menus = {name for name in names if name.endswith(" menu")}
     assert {name.rpartition(": ")[2] for name in menus} >= {"File menu", "New menu"}, names
     assert len({name for name in menus if name.endswith("File menu")}) == 2, names
+
+
+@DEVTRACES
+def test_a_page_without_a_title_is_named_by_its_address():
+    """A JSON export has no title, heading or tab: its address names it, as the address
+    bar shows it, not one of its keys (``columns_1: "title"``)."""
+    model = learn(read_runs([SHARED / "datasette-dev" / "ds-json-export-row" / "train"]))
+    names = {model.name(state_id) for state_id in model.accepting}
+    assert "/atlas/books/243.json" in names, names

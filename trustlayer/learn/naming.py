@@ -3,8 +3,9 @@
 A state's name is its `label` if the runner gave one; else the title of a dialog in its
 accessibility tree, its window title without the application's name (the title part every
 titled state shares: ``untitled.txt`` of ``untitled.txt - JupyterLab``), the name of the
-open tab panel (the view a tabbed area shows), or for a tool's output the command that led
-to it (``read_file slugify/slugify.py``). A name that does not single the state out is
+open tab panel (the view a tabbed area shows), for a tool's output the command that led
+to it (``read_file slugify/slugify.py``), or for a page without a title its address
+(``/atlas/books/243.json``). A name that does not single the state out is
 completed by its most telling content (:mod:`trustlayer.learn.name_details`), the content
 the states of the same name lack when there is some; an open menu by the click that opened
 it (:mod:`trustlayer.learn.menus`). Every name fits in :data:`MAX_NAME` characters.
@@ -88,7 +89,13 @@ def _base_name(state: ModelState, labels: Sequence[str], titles: Sequence[str],
     if title:
         return shorten(title)
     panel = next((m.group(1) for text in shown if (m := _PANEL.match(text))), None)
-    return shorten(panel.strip()) if panel else _command(commands)
+    if panel:
+        return shorten(panel.strip())
+    # a page without a title (a JSON or CSV export) is named by its address, as the address
+    # bar shows it: where the person is, not a line of what it shows
+    address = "" if titles else next((example(state, t, lines) for t in
+                                      state.profile.salient_templates if t.startswith("U|")), "")
+    return _command(commands) or shorten(address, in_word=True)
 
 
 def _telling(details: list[Detail], others: list[list[Detail]], name: str,
