@@ -2,9 +2,10 @@
 
 A state that matched nothing is told by one of its own lines, verbatim and shortened,
 never by loose words: the line holding the most words no training state showed (an
-error message: ``pytest: error: unrecognized arguments: --timeout=120``), else the line
-that differs from what successful runs showed next (``188 rows where cities > 2 sorted
-by name``, ``hello word``), else its first line of text.
+error message: ``pytest: error: unrecognized arguments: --timeout=120``) that is no part
+of a table (a row of data: ``Afghanistan``), else the line that differs from what
+successful runs showed next, a heading first (``188 rows where cities > 2 sorted by
+name``, ``hello word``), else a table's line with such words, else its first line.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ LINE_CHARS = 80
 MAX_REMEMBERED_CHARS = 1 << 16
 _ROLE = re.compile(r"^-?\s*'?(?:[a-z]+)\s+\"(.*)\"(?:\s*\[.*\])?'?:?$")  # - heading "x" [level=1]
 _WILDCARD = re.compile(r"<\*\*?>")
+_TABLE_PART = re.compile(r"^-?\s*'?(?:row|cell|gridcell|columnheader|rowheader)\b")
 
 
 def plain(line: str) -> str:
@@ -75,23 +77,32 @@ def _newest(lines: Iterable[str], novel: frozenset[str]) -> str | None:
     return best
 
 
+def _data(line: str, tree: frozenset[str]) -> bool:
+    """Whether `line` is a part of a table: a row of the visible text (cells separated by
+    tabs) or a row or cell of the tree. A table holds data (``Afghanistan``), which tells a
+    person less of what went wrong than a line saying what the page shows."""
+    return "\t" in line or line in tree and bool(_TABLE_PART.match(line))
+
+
 def _mostly_numbers(line: str) -> bool:
     """Whether `line` is mostly digits (a cursor position, a table cell): it tells little."""
     return sum(ch.isdigit() for ch in line) > 0.25 * max(1, sum(ch.isalnum() for ch in line))
 
 
 def _differing(model: Model, fingerprint: Fingerprint, expected: Iterable[str]) -> str | None:
-    """A line of `fingerprint` the nearest of the `expected` states does not explain:
-    visible text before the accessibility tree, a heading before other lines, words
-    before numbers."""
+    """A line of `fingerprint` the nearest of the `expected` states does not explain, of
+    those where one says what the page shows (a table's rows and cells are its data): a
+    heading before other lines, visible text before the accessibility tree, words before
+    numbers."""
     decisions = [judge(model, fingerprint, sid).evidence
                  for sid in sorted(set(expected) & model.states.keys())]
-    lines = [list(ev.get("unexplained", ())) for ev in decisions if ev.get("unexplained")]
-    if not lines:
-        return None
-    nearest = [line for line in min(lines, key=len) if not line.startswith(PLACE_PREFIXES)]
-    rank = sorted(nearest, key=lambda line: (not line.startswith("X|"), "heading" not in line,
-                                              _mostly_numbers(plain(line)), line))
+    lines = [[line for line in ev.get("unexplained", ()) if not line.startswith(PLACE_PREFIXES)]
+             for ev in decisions]
+    said = [kept for kept in ([line for line in found if not _TABLE_PART.match(line[2:])]
+                              for found in lines) if kept]
+    nearest = min(said or [found for found in lines if found], key=len, default=[])
+    rank = sorted(nearest, key=lambda line: ("heading" not in line, not line.startswith("X|"),
+                                             _mostly_numbers(plain(line)), line))
     return plain(rank[0]) if rank else None
 
 
@@ -125,7 +136,9 @@ def telling_line(model: Model, fingerprint: Fingerprint, observation: Observatio
 def _telling(model: Model, fingerprint: Fingerprint, observation: Observation,
              novel: Sequence[str], expected: Iterable[str]) -> str:
     raw, tree = _raw_lines(observation)
-    line = _newest(raw, frozenset(novel)) if novel else None
-    if line is None:
-        line = _differing(model, fingerprint, expected) or (raw[0] if raw else "")
+    news = frozenset(novel)
+    line = _newest((line for line in raw if not _data(line, tree)), news) if news else None
+    if line is None:  # news in a table's data alone: the line that differs first
+        line = _differing(model, fingerprint, expected) or \
+            (_newest(raw, news) if news else None) or (raw[0] if raw else "")
     return shortened(plain(line) if line in tree else line)
