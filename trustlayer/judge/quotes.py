@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from trustlayer.compare.equivalence import judge
 from trustlayer.compare.index import index_of, remembered
 from trustlayer.model import Model
-from trustlayer.observe.canonical import PLACE_PREFIXES
+from trustlayer.observe.canonical import PLACE_PREFIXES, TABLE_ROLES
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.templates import word_tokens
 from trustlayer.observe.trace_events import Observation
@@ -29,7 +29,7 @@ LINE_CHARS = 80
 MAX_REMEMBERED_CHARS = 1 << 16
 _ROLE = re.compile(r"^-?\s*'?(?:[a-z]+)\s+\"(.*)\"(?:\s*\[.*\])?'?:?$")  # - heading "x" [level=1]
 _WILDCARD = re.compile(r"<\*\*?>")
-_TABLE_PART = re.compile(r"^-?\s*'?(?:row|cell|gridcell|columnheader|rowheader)\b")
+_TABLE_PART = re.compile(rf"^-?\s*'?(?:{'|'.join(sorted(TABLE_ROLES))})\b")
 
 
 def plain(line: str) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from trustlayer.model import ModelState
-from trustlayer.observe.canonical import PLACE_PREFIXES, TOKEN, tokens
+from trustlayer.observe.canonical import PLACE_PREFIXES, TABLE_ROLES, TOKEN, tokens
 from trustlayer.observe.templates import REST, WILDCARD, is_exact
 
 MAX_NAME = 70
@@ -31,8 +31,6 @@ CONTROLS = frozenset(("button", "link", "menuitem", "menuitemcheckbox", "menuite
                       "tab", "option", "checkbox", "radio", "switch", "combobox", "textbox",
                       "searchbox", "spinbutton", "slider", "treeitem", "menu", "menubar",
                       "tablist", "toolbar", "listbox"))
-#: WAI-ARIA roles of a table's parts: a cell's text is data, not where the agent is
-TABULAR = frozenset(("row", "cell", "gridcell", "columnheader", "rowheader"))
 CELLS = frozenset(("cell", "gridcell"))
 NUMBER = "<number>"  # a cell of a column of numbers
 MAX_CELL_WORDS = 4  # the most words of a cell looked for at the end of a row's text
@@ -116,7 +114,7 @@ def control_labels(examples: Examples) -> Labels:
         named = _NAMED.match(line.partition("|")[2].removeprefix("- ")) \
             if line.startswith("A|") else None
         role = named and (named.group(1) or named.group(3))
-        if named and role in CONTROLS | TABULAR:
+        if named and role in CONTROLS | TABLE_ROLES:
             label = (named.group(2) or named.group(4)).replace('\\"', '"')
             found.labels.add(label)
             if role in CELLS:
@@ -181,7 +179,7 @@ def ranked_details(state: ModelState, lines: dict[int, str], frequency: Counter[
         text = example(state, template, lines)
         named = _NAMED.match(text) if template.startswith("A|") else None
         role = named and (named.group(1) or named.group(3))
-        if named and (role in CONTROLS or role in TABULAR):
+        if named and (role in CONTROLS or role in TABLE_ROLES):
             controls.add(named.group(2) or named.group(4))
         elif named or not template.startswith("A|"):
             shown = (named.group(2) or named.group(4)).replace('\\"', '"') if named else text

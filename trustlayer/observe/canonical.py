@@ -55,6 +55,8 @@ def mask(text: str) -> str:
 
 
 PLACE_PREFIXES = ("T|", "U|")  # title and URL lines: where a state is, not what it shows
+#: WAI-ARIA roles of a table's parts: their text is data, not what a page says it is
+TABLE_ROLES = frozenset(("row", "cell", "gridcell", "columnheader", "rowheader"))
 
 
 def content_lines(lines: Iterable[str]) -> frozenset[str]:
