@@ -8,6 +8,7 @@ written before a field was added: it takes its default).
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -59,6 +60,13 @@ def observed(model: Model, step: Step, observation: Observation, known: Sequence
                          history[-1].ids if history else (), position) if told else ""
     return Observed(step.seq, step.ts, known, action_signatures(step), novel[:8], ends,
                     step.files_moved, shown)
+
+
+def row_index(history: Sequence[Observed], seq: int) -> int | None:
+    """The index in `history` of the row of event `seq`, or None when no state has that
+    seq (rows are in seq order: found, not scanned, so a long run costs no more)."""
+    row = bisect_left(history, seq, key=lambda entry: entry.seq)
+    return row if row < len(history) and history[row].seq == seq else None
 
 
 #: The fields of a row, in the order a snapshot lists them.

@@ -16,15 +16,13 @@ This module feeds events and matches each state; the milestones reached are kept
 """
 from __future__ import annotations
 
-from bisect import bisect_left
-
 from trustlayer.compare.endings import at_an_end_place, ends_like_success
 from trustlayer.compare.index import index_of
 from trustlayer.compare.llm import LLMJudge
 from trustlayer.compare.typed_text import typed_tokens
 from trustlayer.judge.effects import EffectWatch
 from trustlayer.judge.faults import feed_checked
-from trustlayer.judge.history import Observed, observed
+from trustlayer.judge.history import Observed, observed, row_index
 from trustlayer.judge.lookup import matching_states, own_words, reshaped
 from trustlayer.judge.outputs import OutputLedger
 from trustlayer.judge.overlay import Overlay
@@ -171,13 +169,10 @@ class Matcher(RunEnd):
         found, came_with = self.overlay.beneath(
             self.model, step, self.history[-1].ids if self.history else (),
             self.model.essential[self.position:], self._matches)
-        # the row of the state the notice came with (rows are in seq order: found, not
-        # scanned, so a long run costs no more per event)
+        # the row of the state the notice came with
         covered = self.overlay.covered_seq
-        row = bisect_left(self.history, covered, key=lambda entry: entry.seq) \
-            if came_with and covered is not None else len(self.history)
-        if row < len(self.history) and not self.history[row].ids \
-                and self.history[row].seq == covered:
+        row = row_index(self.history, covered) if came_with and covered is not None else None
+        if row is not None and not self.history[row].ids:
             self.history[row] = self.history[row]._replace(ids=came_with, novel=[])
             self._advance(came_with, self.history[row].seq)
         return found

@@ -8,7 +8,7 @@ from trustlayer.compare.endings import at_an_end_place
 from trustlayer.judge.cause import explain_failure
 from trustlayer.judge.deadlines import overdue
 from trustlayer.judge.effects import EffectWatch
-from trustlayer.judge.history import Observed
+from trustlayer.judge.history import Observed, row_index
 from trustlayer.judge.milestones import MilestoneProgress
 from trustlayer.judge.outputs import OutputLedger
 from trustlayer.judge.reasons import (
@@ -135,10 +135,11 @@ class RunEnd(MilestoneProgress):
         """The short reason of `sign`: the line of the state it is about, quoted when that
         state matched nothing (a tool's error: what the product did), else what the sign
         says, at the run's last state."""
-        row = next((row for row in self.history if row.seq == sign.at), None) \
-            if sign.at is not None else None
-        if row is not None and row.shown:
-            return Reason(sign.code, sign.expected, f"the screen showed '{row.shown}'", row.seq)
+        row = row_index(self.history, sign.at) if sign.at is not None else None
+        entry = self.history[row] if row is not None else None
+        if entry is not None and entry.shown:
+            return Reason(sign.code, sign.expected, f"the screen showed '{entry.shown}'",
+                          entry.seq)
         return Reason(sign.code, sign.expected, sign.shown, last)
 
     def tick(self, now: float) -> Status | None:
