@@ -91,11 +91,14 @@ def _base_name(state: ModelState, labels: Sequence[str], titles: Sequence[str],
     panel = next((m.group(1) for text in shown if (m := _PANEL.match(text))), None)
     if panel:
         return shorten(panel.strip())
+    command = _command(commands)
+    if command or titles:
+        return command
     # a page without a title (a JSON or CSV export) is named by its address, as the address
     # bar shows it: where the person is, not a line of what it shows
-    address = "" if titles else next((example(state, t, lines) for t in
-                                      state.profile.salient_templates if t.startswith("U|")), "")
-    return _command(commands) or shorten(address, in_word=True)
+    address = next((example(state, t, lines) for t in state.profile.salient_templates
+                    if t.startswith("U|")), "")
+    return shorten(address, in_word=True)
 
 
 def _telling(details: list[Detail], others: list[list[Detail]], name: str,
