@@ -3,7 +3,7 @@ where successful runs ended, or like all their last states together, or at their
 from __future__ import annotations
 
 from trustlayer.compare.equivalence import tolerated
-from trustlayer.compare.index import index_of
+from trustlayer.compare.index import index_of, remembered
 from trustlayer.model import Model
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.fingerprints import Fingerprint
@@ -22,7 +22,19 @@ def ends_like_success(model: Model, fp: Fingerprint, ids: list[str],
     showed among themselves, no learned value changed)."""
     if not model.accepting:
         return True
-    ended = set(ids) & set(model.accepting)
+    # remembered by the model's index like the states found: asked of every state
+    ended = frozenset(ids).intersection(model.accepting)
+    index = index_of(model)
+    key = (fp.lines, ended, own_words)
+    found = index.ends.get(key)
+    if found is None:
+        found = remembered(index.ends, key, _ends_like_success(model, fp, ended, own_words),
+                           len(fp.lines))
+    return found
+
+
+def _ends_like_success(model: Model, fp: Fingerprint, ended: frozenset[str],
+                       own_words: frozenset[str]) -> bool:
     for state_id in ended:
         profile, required = model.states[state_id].profile, model.end_evidence.get(state_id)
         if not required or {profile.templates[i] for line in fp.lines

@@ -76,6 +76,7 @@ class StateIndex:
         #: it was chosen from
         self.quotes: dict[tuple[object, ...], str] = {}
         self.reshaped: dict[tuple[object, ...], bool] = {}  # (judge.lookup.reshaped)
+        self.ends: dict[tuple[object, ...], bool] = {}  # (compare.endings.ends_like_success)
         self.near = MultiIndexHash(model.settings.phash_same)
         self.wide = MultiIndexHash(model.settings.phash_different)
         self.by_line: dict[str, set[str]] = {}

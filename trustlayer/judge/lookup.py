@@ -4,6 +4,8 @@ the model's index (a fleet's runs show the same screens), unless the LLM tier ma
 its calls are counted against each run's budget."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 from trustlayer.compare.equivalence import judge
 from trustlayer.compare.index import StateIndex, index_of, remembered
 from trustlayer.compare.llm import LLMJudge
@@ -14,6 +16,7 @@ from trustlayer.observe.fingerprints import Fingerprint
 Typed = tuple[tuple[str, ...], ...]  # the texts the agent typed, as their tokens
 
 
+@lru_cache(maxsize=256)  # asked at every state of a run, which types now and then
 def own_words(typed: Typed) -> frozenset[str]:
     """The words of the texts the agent typed: its own choice, no news when shown."""
     return frozenset(t for text in typed for t in text if t.isalpha() and len(t) > 2)

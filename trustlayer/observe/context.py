@@ -100,5 +100,11 @@ def content_context(shown: Sequence[frozenset[str]], facts: frozenset[str],
         # of a code snapshot's lines are facts
         echoing = (*shown, facts) if any(kind in text for kind in FACT_KINDS) else shown
         for lines in echoing:
-            found.extend(compress(lines, map(text.__contains__, map(_echo_body, lines))))
+            found.extend(_echoes(lines, text))
     return kept.union(found) if found else kept
+
+
+@lru_cache(maxsize=1024)  # a fleet's runs show the same states after the same actions
+def _echoes(lines: frozenset[str], text: str) -> tuple[str, ...]:
+    """Those of `lines` whose body the action's `text` holds."""
+    return tuple(compress(lines, map(text.__contains__, map(_echo_body, lines))))
