@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from trustlayer.judge.reasons import FAILURE_SIGN, SELF_REPORT_FAILURE, quoted
@@ -25,6 +26,7 @@ from trustlayer.model import Model
 from trustlayer.observe.edits import WordLedger, changed_in_facts, taken_out
 from trustlayer.observe.steps import Step, in_words
 from trustlayer.observe.templates import shape_of
+from trustlayer.observe.text_memo import MAX_SHARED_CHARS
 from trustlayer.observe.trace_events import Observation
 
 MAX_QUOTED = 60  # characters of a line quoted in a reason
@@ -204,10 +206,17 @@ def lacking(observation: Observation, texts: Sequence[str]) -> list[str]:
     >>> lacking(Observation(text="saved  hello\\nworld"), ["hello world", "bye"])
     ['bye']
     """
-    parts = observation.shown_parts()
+    parts = tuple(observation.shown_parts())
+    if sum(map(len, parts)) > MAX_SHARED_CHARS:  # a long text rarely repeats: not kept
+        return list(_lacking.__wrapped__(parts, tuple(texts)))
+    return list(_lacking(parts, tuple(texts)))
+
+
+@lru_cache(maxsize=1024)  # a fleet's runs show the same screens: at most 16 MiB of texts
+def _lacking(parts: tuple[str, ...], texts: tuple[str, ...]) -> tuple[str, ...]:
     # a text's words each stand in one part as they are (folding only joins them): a state
     # lacking one is not folded, which is most states and the costly step
     maybe = [text for text in texts
              if all(any(word in part for part in parts) for word in text.split())]
     shown = " ".join(" ".join(parts).split()) if maybe else ""
-    return [text for text in texts if text not in maybe or text not in shown]
+    return tuple(text for text in texts if text not in maybe or text not in shown)

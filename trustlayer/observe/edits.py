@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from trustlayer.observe.canonical import mask
+from trustlayer.observe.text_memo import text_memo
 from trustlayer.observe.trace_events import Run
 
 _FILE_HEADER = "+++ b/"
@@ -31,7 +32,6 @@ _A_WORD = re.compile(r"[^\W\d_]{3}")
 MIN_LINE_CHARS = 8  # shorter lines (")", "pass", '"""') occur everywhere in code
 
 
-@lru_cache(maxsize=8)  # one state's text is read by the removals, the words and the signs
 def diff_changes(text: str | None) -> Mapping[str, tuple[frozenset[str], frozenset[str]]]:
     """``path -> (removed, added)`` lines of the unified diffs in `text` (masked, white
     space folded).
@@ -41,6 +41,11 @@ def diff_changes(text: str | None) -> Mapping[str, tuple[frozenset[str], frozens
     """
     if not text or _FILE_HEADER not in text:  # most states show no diff: not split at all
         return _NO_CHANGES
+    return _diffs(text)
+
+
+@text_memo(1024)  # read by the removals, the words and the signs, in each run showing it
+def _diffs(text: str) -> Mapping[str, tuple[frozenset[str], frozenset[str]]]:
     changes: dict[str, tuple[set[str], set[str]]] = {}
     current = None
     for line in text.split("\n"):
@@ -213,14 +218,22 @@ def added_only(runs: Sequence[Run]) -> list[str]:
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
-def added_words(text: str | None) -> dict[str, Counter[str]]:
+def added_words(text: str | None) -> Mapping[str, Counter[str]]:
     """``path -> how many more times each name stands in the file`` after the diffs in
     `text` (names of three letters or more, on added lines less on removed ones: what
-    code says, whatever its layout).
+    code says, whatever its layout). Shared by the runs showing `text`: not to be changed.
 
     >>> added_words("+++ b/m.py\\n-x = old(line)\\n+for line in text.splitlines():\\n")["m.py"]
     Counter({'for': 1, 'text': 1, 'splitlines': 1, 'old': -1})
     """
+    return _added_words(text) if text else _NO_WORDS
+
+
+_NO_WORDS: Mapping[str, Counter[str]] = MappingProxyType({})
+
+
+@text_memo(1024)
+def _added_words(text: str) -> Mapping[str, Counter[str]]:
     counts: dict[str, Counter[str]] = {}
     for path, (old, new) in diff_changes(text).items():
         count = counts[path] = Counter(w for line in new for w in IDENTIFIER.findall(line))

@@ -30,6 +30,7 @@ from trustlayer.observe.canonical import (
 from trustlayer.observe.context import content_context
 from trustlayer.observe.context import file_facts as facts_of
 from trustlayer.observe.images import ImageRef
+from trustlayer.observe.text_memo import MAX_SHARED_CHARS
 from trustlayer.observe.trace_events import Action, Observation
 
 HASH_IMAGE_SIZE = 32
@@ -158,11 +159,6 @@ class LineMemo:
         joined = frozenset().union(*parts)
         self._joined[name] = (parts, joined)
         return joined
-
-
-#: Texts and trees up to this long have their lines remembered across runs (a fleet's
-#: runs show the same screens); longer ones are read each time.
-MAX_SHARED_CHARS = 1 << 14
 
 
 def _shown_lines(text: str | None) -> frozenset[str]:
