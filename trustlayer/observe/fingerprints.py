@@ -130,6 +130,26 @@ def image_signature(shot: ImageRef, thumbnail_size: int) -> tuple[int, bytes]:
     return phash, thumb.tobytes()
 
 
+#: Line sets up to this large are shared by the runs showing them (at most 1,024 of each
+#: kind): the very same set then, which the memos keyed by a state's lines find at once.
+MAX_SHARED_LINES = 1 << 12
+
+
+def _shared(lines: frozenset[str]) -> frozenset[str]:
+    """The set of these lines that earlier runs showed, else `lines`."""
+    return _first_seen(lines) if len(lines) <= MAX_SHARED_LINES else lines
+
+
+@lru_cache(maxsize=1024)
+def _first_seen(lines: frozenset[str]) -> frozenset[str]:
+    return lines
+
+
+@lru_cache(maxsize=1024)
+def _joined(parts: tuple[frozenset[str], ...]) -> frozenset[str]:
+    return frozenset().union(*parts)
+
+
 class LineMemo:
     """The canonical lines of the last observation fingerprinted (one run's), kept to be
     reused when the next one shows the same text, tree, files or place: a third to three
@@ -147,7 +167,7 @@ class LineMemo:
         last = self._parts.get(name)
         if last is not None and last[0] == source:
             return last[1]
-        lines = frozenset(make())
+        lines = _shared(frozenset(make()))
         self._parts[name] = (source, lines)
         return lines
 
@@ -156,7 +176,8 @@ class LineMemo:
         last = self._joined.get(name)
         if last is not None and all(map(operator.is_, last[0], parts)):
             return last[1]
-        joined = frozenset().union(*parts)
+        joined = _joined(parts) if sum(map(len, parts)) <= MAX_SHARED_LINES \
+            else frozenset().union(*parts)
         self._joined[name] = (parts, joined)
         return joined
 
