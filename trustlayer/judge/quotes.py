@@ -115,7 +115,7 @@ def telling_line(model: Model, fingerprint: Fingerprint, observation: Observatio
     expected = tuple(dict.fromkeys([*model.essential[position:position + 1],
                                     *(later for sid in previous
                                       for later in model.successors(sid))]))
-    text, a11y = observation.text or "", observation.a11y
+    text, a11y = observation.text or "", observation.a11y or ""
     if not isinstance(a11y, str) or len(text) + len(a11y) > MAX_REMEMBERED_CHARS:
         return _telling(model, fingerprint, observation, novel, expected)
     # a quote is chosen from the state's own lines, its fingerprint and where the run was:
