@@ -77,6 +77,7 @@ class StateIndex:
         self.quotes: dict[tuple[object, ...], str] = {}
         self.reshaped: dict[tuple[object, ...], bool] = {}  # (judge.lookup.reshaped)
         self.ends: dict[tuple[object, ...], bool] = {}  # (compare.endings.ends_like_success)
+        self.news: dict[tuple[object, ...], tuple[str, ...]] = {}  # (novelty)
         self.near = MultiIndexHash(model.settings.phash_same)
         self.wide = MultiIndexHash(model.settings.phash_different)
         self.by_line: dict[str, set[str]] = {}
@@ -136,7 +137,12 @@ class StateIndex:
         """Words of the observed state that no training state ever showed."""
         last = self._novel  # (one read: the index is shared by threads judging runs)
         if last[0] is not fp.lines:  # the matcher and the end check ask of the same state
-            last = self._novel = (fp.lines, tuple(sorted(self._news(fp.lines))))
+            key = (fp.lines,)  # and a fleet's runs, of the same states
+            news = self.news.get(key)
+            if news is None:
+                news = remembered(self.news, key, tuple(sorted(self._news(fp.lines))),
+                                  len(fp.lines))
+            last = self._novel = (fp.lines, news)
         return last[1]
 
     def _news(self, lines: Iterable[str]) -> set[str]:
