@@ -22,10 +22,14 @@ from functools import lru_cache
 from itertools import compress
 
 from trustlayer.observe.canonical import FACT_KINDS, content_lines, mask
+from trustlayer.observe.text_memo import MAX_SHARED_CHARS, MAX_SHARED_LINES
 from trustlayer.observe.trace_events import Action
 
 MIN_ECHO_CHARS = 6  # shorter bodies ("ok", "+ x") are too common to be taken as echoes
 _DIFF_MARK = re.compile(r"^[-+>$#]+ ?")  # diff, prompt and quote marks before an echo
+
+
+_ARGS_JSON = json.JSONEncoder(ensure_ascii=False).encode  # (json.dumps makes one per call)
 
 
 def _action_text(actions: Iterable[Action]) -> str:
@@ -33,7 +37,7 @@ def _action_text(actions: Iterable[Action]) -> str:
     for action in actions:
         parts += [action.target or "", action.value or ""]
         if action.args:
-            parts.append(json.dumps(action.args, ensure_ascii=False))
+            parts.append(_ARGS_JSON(action.args))
     return " ".join(mask(part) for part in parts)
 
 
@@ -90,21 +94,25 @@ def content_context(shown: Sequence[frozenset[str]], facts: frozenset[str],
     before (None for a run's first state)."""
     if facts_before is None:
         return frozenset()
+    parts, text = tuple(shown), _action_text(actions)
+    if len(text) > MAX_SHARED_CHARS or sum(map(len, parts)) > MAX_SHARED_LINES:
+        return _context.__wrapped__(parts, facts, facts_before, text)  # rarely repeats
+    return _context(parts, facts, facts_before, text)
+
+
+# a fleet's runs show the same states after the same actions: the very same lines then
+# (fingerprints share a state's parts), found at once, and the context found is shared too
+@lru_cache(maxsize=1024)
+def _context(shown: tuple[frozenset[str], ...], facts: frozenset[str],
+             facts_before: frozenset[str], text: str) -> frozenset[str]:
     # files left alone keep their very facts (a code snapshot is mostly facts): not copied
     kept = facts if facts is facts_before else facts & facts_before
     found = [] if facts == facts_before else \
         [line for part in shown for line in filter(_TEXT.match, part)]
-    text = _action_text(actions)
     if text:  # (the lines whose body the text holds)
         # a fact's body starts with its kind: a text naming none echoes no fact, and most
         # of a code snapshot's lines are facts
         echoing = (*shown, facts) if any(kind in text for kind in FACT_KINDS) else shown
         for lines in echoing:
-            found.extend(_echoes(lines, text))
+            found.extend(compress(lines, map(text.__contains__, map(_echo_body, lines))))
     return kept.union(found) if found else kept
-
-
-@lru_cache(maxsize=1024)  # a fleet's runs show the same states after the same actions
-def _echoes(lines: frozenset[str], text: str) -> tuple[str, ...]:
-    """Those of `lines` whose body the action's `text` holds."""
-    return tuple(compress(lines, map(text.__contains__, map(_echo_body, lines))))

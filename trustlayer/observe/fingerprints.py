@@ -30,7 +30,7 @@ from trustlayer.observe.canonical import (
 from trustlayer.observe.context import content_context
 from trustlayer.observe.context import file_facts as facts_of
 from trustlayer.observe.images import ImageRef
-from trustlayer.observe.text_memo import MAX_SHARED_CHARS
+from trustlayer.observe.text_memo import MAX_SHARED_CHARS, MAX_SHARED_LINES
 from trustlayer.observe.trace_events import Action, Observation
 
 HASH_IMAGE_SIZE = 32
@@ -130,13 +130,9 @@ def image_signature(shot: ImageRef, thumbnail_size: int) -> tuple[int, bytes]:
     return phash, thumb.tobytes()
 
 
-#: Line sets up to this large are shared by the runs showing them (at most 1,024 of each
-#: kind): the very same set then, which the memos keyed by a state's lines find at once.
-MAX_SHARED_LINES = 1 << 12
-
-
 def _shared(lines: frozenset[str]) -> frozenset[str]:
-    """The set of these lines that earlier runs showed, else `lines`."""
+    """The set of these lines that earlier runs showed, else `lines` (at most 1,024 sets
+    kept: the very same set then, which the memos keyed by a state's lines find at once)."""
     return _first_seen(lines) if len(lines) <= MAX_SHARED_LINES else lines
 
 

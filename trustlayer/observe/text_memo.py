@@ -13,6 +13,9 @@ from typing import TypeVar
 
 #: Texts up to this long are remembered across runs; longer ones only for a few states.
 MAX_SHARED_CHARS = 1 << 14
+#: Sets of canonical lines up to this large are shared by the runs showing them (and what
+#: is read off them remembered); a larger one is a long text's, which rarely repeats.
+MAX_SHARED_LINES = 1 << 12
 RECENT = 8
 
 T = TypeVar("T")
