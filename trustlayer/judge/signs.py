@@ -118,7 +118,7 @@ class FailureWatch:
             elif used := calls & {*model.checks, *model.some_checks}:
                 self.checked_since = sorted(set(self.checked_since) | used)
         for call in calls & model.overcome.keys():
-            shapes = {shape_of(line) for line in lines}
+            shapes = _shapes(lines)
             self.unresolved[call] = [shape for shape in model.overcome[call] if shape in shapes]
             self.report_news_at = None  # (a report's own news: the agent's test names)
 
@@ -198,6 +198,11 @@ class FailureWatch:
             if data.pop(kept_as_flag, False):  # a record written before the seq was kept
                 data[at] = NO_ROW
         return cls(**data)
+
+
+@lru_cache(maxsize=256)  # a fleet's runs show the same reports (a state's shared lines)
+def _shapes(lines: frozenset[str]) -> frozenset[str]:
+    return frozenset(map(shape_of, lines))
 
 
 def lacking(observation: Observation, texts: Sequence[str]) -> list[str]:

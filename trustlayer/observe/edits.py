@@ -83,7 +83,9 @@ def changed_in_facts(before: Iterable[str] | None, after: Iterable[str]) -> set[
     return set(_changed(frozenset(before or ()), frozenset(after)))
 
 
-@lru_cache(maxsize=4)  # the removals and the signs ask it of the same two states
+# the removals and the signs ask it of the same two states, and a fleet's runs of the same
+# snapshots (a state's facts are the very set for every run showing them)
+@lru_cache(maxsize=256)
 def _changed(before: frozenset[str], after: frozenset[str]) -> frozenset[str]:
     if before is after or not _snapshot(before) or not _snapshot(after):
         return frozenset()
@@ -187,13 +189,22 @@ def required_removals(runs: Sequence[Run]) -> dict[str, list[str]]:
     return required
 
 
-def taken_out(text: str | None) -> dict[str, list[str]]:
+def taken_out(text: str | None) -> Mapping[str, list[str]]:
     """``path -> lines`` that the diffs in `text` take out of files (only lines that say
-    something: :data:`MIN_LINE_CHARS` or more, with a word).
+    something: :data:`MIN_LINE_CHARS` or more, with a word). Shared by the runs showing
+    `text`: not to be changed.
 
     >>> taken_out("--- a/t.py\\n+++ b/t.py\\n@@ -1 +1 @@\\n-assert ns == {}\\n+x = 1\\n")
     {'t.py': ['assert ns == {}']}
     """
+    return _taken_out(text) if text and _FILE_HEADER in text else _NO_LINES
+
+
+_NO_LINES: Mapping[str, list[str]] = MappingProxyType({})
+
+
+@text_memo(1024)
+def _taken_out(text: str) -> dict[str, list[str]]:
     return {path: sorted(line for line in removed if _distinctive(line))
             for path, (removed, _) in diff_changes(text).items()
             if any(_distinctive(line) for line in removed)}
