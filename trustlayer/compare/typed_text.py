@@ -81,8 +81,12 @@ def holding_typed(lines: frozenset[str], typed: tuple[tuple[str, ...], ...]
     """The lines of a state that hold every token of a typed text (a substring test:
     most lines hold none), split by :func:`_telling_line`: once per state, not per
     candidate state it is compared with."""
-    return {line: _telling_line(line) for line in lines
-            if any(all(t in line for t in text) for text in typed)}
+    held: set[str] = set()
+    for text in typed:  # its longest token first: the fewest lines hold it
+        first, *rest = sorted(text, key=len, reverse=True) or [""]
+        held.update(line for line in [line for line in lines if first in line]
+                    if all(t in line for t in rest))
+    return {line: _telling_line(line) for line in lines if line in held} if held else {}
 
 
 def typed_variants(missing: list[str], unexplained: Collection[str],
