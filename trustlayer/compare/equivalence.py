@@ -120,6 +120,16 @@ def tolerated(unexplained: Collection[str], fp: Fingerprint, state: ModelState, 
         word_tokens(line) for line in unexplained)
 
 
+def _typed_may_show(profile: Profile, fp: Fingerprint, typed: Sequence[tuple[str, ...]]) -> bool:
+    """Whether the state's lines holding a typed text, of those no template explains, are
+    at least as many as the salient templates it lacks: each such line may show one
+    (:func:`~trustlayer.compare.typed_text.typed_variants`); fewer leave one lacking."""
+    if not typed:
+        return False
+    holding = holding_typed(fp.lines, tuple(typed))
+    return len(holding.keys() & profile.unexplained(fp.lines)) >= profile.lacking(fp.lines)
+
+
 def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
                 allowed: Allowances, only_same: bool) -> Decision:
     """The structure tier; `only_same`: no unsure answer (none is asked further) and no
@@ -132,7 +142,7 @@ def _structural(fp: Fingerprint, state: ModelState, settings: Settings,
     evidence: dict[str, Any]
     if only_same and profile.shows_every_salient(fp.lines):  # no typed text needed
         missing, unexplained, evidence = [], profile.unexplained(fp.lines), {}
-    elif only_same and not allowed.typed:
+    elif only_same and not _typed_may_show(profile, fp, allowed.typed):
         return Decision("different", "structure")
     else:
         missing, extra = profile.compare(fp.lines)
@@ -211,6 +221,7 @@ def judge(model: Model, fp: Fingerprint, state_id: str, llm: LLMJudge | None = N
     lines of `overlay` (the run's own notice, :meth:`Matcher._beneath`) are not held
     against it."""
     index = index_of(model)
-    allowed = Allowances(index.known_words | own_words, state_id in model.accepting, typed,
-                         index.typed_words, index.extras, overlay)
+    known = index.known_words | own_words if own_words else index.known_words  # (not copied)
+    allowed = Allowances(known, state_id in model.accepting, typed, index.typed_words,
+                         index.extras, overlay)
     return decide(fp, model.states[state_id], model.settings, allowed, llm, only_same)

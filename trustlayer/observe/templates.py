@@ -234,6 +234,11 @@ class Profile:
         """The lines of `lines` that no template explains (:meth:`compare`, unsorted)."""
         return self._explained(lines)[1]
 
+    def lacking(self, lines: Iterable[str]) -> int:
+        """How many salient templates `lines` lack (:meth:`compare`, not listed)."""
+        lines = lines if isinstance(lines, frozenset) else frozenset(lines)
+        return self._explained(lines)[0].bit_count()
+
     def shows_every_salient(self, lines: Iterable[str]) -> bool:
         """Whether `lines` show every salient template (:meth:`compare` finds none
         missing), without listing what they lack."""
