@@ -24,9 +24,9 @@ from typing import Any, NamedTuple
 from trustlayer.judge.reasons import FAILURE_SIGN, SELF_REPORT_FAILURE, quoted
 from trustlayer.model import Model
 from trustlayer.observe.edits import WordLedger, changed_in_facts, taken_out
+from trustlayer.observe.shared import shared_memo, short_text
 from trustlayer.observe.steps import Step, in_words
 from trustlayer.observe.templates import shape_of
-from trustlayer.observe.text_memo import MAX_SHARED_CHARS
 from trustlayer.observe.trace_events import Observation
 
 MAX_QUOTED = 60  # characters of a line quoted in a reason
@@ -211,13 +211,10 @@ def lacking(observation: Observation, texts: Sequence[str]) -> list[str]:
     >>> lacking(Observation(text="saved  hello\\nworld"), ["hello world", "bye"])
     ['bye']
     """
-    parts = tuple(observation.shown_parts())
-    if sum(map(len, parts)) > MAX_SHARED_CHARS:  # a long text rarely repeats: not kept
-        return list(_lacking.__wrapped__(parts, tuple(texts)))
-    return list(_lacking(parts, tuple(texts)))
+    return list(_lacking(tuple(observation.shown_parts()), tuple(texts)))
 
 
-@lru_cache(maxsize=1024)  # a fleet's runs show the same screens: at most 16 MiB of texts
+@shared_memo(1024, lambda parts, _: short_text("".join(parts)))  # the same screens
 def _lacking(parts: tuple[str, ...], texts: tuple[str, ...]) -> tuple[str, ...]:
     # a text's words each stand in one part as they are (folding only joins them): a state
     # lacking one is not folded, which is most states and the costly step

@@ -22,7 +22,7 @@ from functools import lru_cache
 from itertools import compress
 
 from trustlayer.observe.canonical import FACT_KINDS, content_lines, mask
-from trustlayer.observe.text_memo import MAX_SHARED_CHARS, MAX_SHARED_LINES
+from trustlayer.observe.shared import few_lines, shared_memo, short_text
 from trustlayer.observe.trace_events import Action
 
 MIN_ECHO_CHARS = 6  # shorter bodies ("ok", "+ x") are too common to be taken as echoes
@@ -94,15 +94,12 @@ def content_context(shown: Sequence[frozenset[str]], facts: frozenset[str],
     before (None for a run's first state)."""
     if facts_before is None:
         return frozenset()
-    parts, text = tuple(shown), _action_text(actions)
-    if len(text) > MAX_SHARED_CHARS or sum(map(len, parts)) > MAX_SHARED_LINES:
-        return _context.__wrapped__(parts, facts, facts_before, text)  # rarely repeats
-    return _context(parts, facts, facts_before, text)
+    return _context(tuple(shown), facts, facts_before, _action_text(actions))
 
 
 # a fleet's runs show the same states after the same actions: the very same lines then
 # (fingerprints share a state's parts), found at once, and the context found is shared too
-@lru_cache(maxsize=1024)
+@shared_memo(1024, lambda shown, _, __, text: short_text(text) and few_lines(*shown))
 def _context(shown: tuple[frozenset[str], ...], facts: frozenset[str],
              facts_before: frozenset[str], text: str) -> frozenset[str]:
     # files left alone keep their very facts (a code snapshot is mostly facts): not copied

@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from trustlayer.observe.canonical import mask
-from trustlayer.observe.text_memo import text_memo
+from trustlayer.observe.shared import shared_memo, short_text
 from trustlayer.observe.trace_events import Run
 
 _FILE_HEADER = "+++ b/"
@@ -44,7 +44,8 @@ def diff_changes(text: str | None) -> Mapping[str, tuple[frozenset[str], frozens
     return _diffs(text)
 
 
-@text_memo(1024)  # read by the removals, the words and the signs, in each run showing it
+# read by the removals, the words and the signs, in each run showing it
+@shared_memo(1024, short_text, recent=8)
 def _diffs(text: str) -> Mapping[str, tuple[frozenset[str], frozenset[str]]]:
     changes: dict[str, tuple[set[str], set[str]]] = {}
     current = None
@@ -203,7 +204,7 @@ def taken_out(text: str | None) -> Mapping[str, list[str]]:
 _NO_LINES: Mapping[str, list[str]] = MappingProxyType({})
 
 
-@text_memo(1024)
+@shared_memo(1024, short_text, recent=8)
 def _taken_out(text: str) -> dict[str, list[str]]:
     return {path: sorted(line for line in removed if _distinctive(line))
             for path, (removed, _) in diff_changes(text).items()
@@ -243,7 +244,7 @@ def added_words(text: str | None) -> Mapping[str, Counter[str]]:
 _NO_WORDS: Mapping[str, Counter[str]] = MappingProxyType({})
 
 
-@text_memo(1024)
+@shared_memo(1024, short_text, recent=8)
 def _added_words(text: str) -> Mapping[str, Counter[str]]:
     counts: dict[str, Counter[str]] = {}
     for path, (old, new) in diff_changes(text).items():

@@ -30,7 +30,7 @@ from trustlayer.observe.canonical import (
 from trustlayer.observe.context import content_context
 from trustlayer.observe.context import file_facts as facts_of
 from trustlayer.observe.images import ImageRef
-from trustlayer.observe.text_memo import MAX_SHARED_CHARS, MAX_SHARED_LINES
+from trustlayer.observe.shared import few_lines, shared_memo, short_text
 from trustlayer.observe.trace_events import Action, Observation
 
 HASH_IMAGE_SIZE = 32
@@ -130,18 +130,14 @@ def image_signature(shot: ImageRef, thumbnail_size: int) -> tuple[int, bytes]:
     return phash, thumb.tobytes()
 
 
+@shared_memo(1024, few_lines)
 def _shared(lines: frozenset[str]) -> frozenset[str]:
-    """The set of these lines that earlier runs showed, else `lines` (at most 1,024 sets
-    kept: the very same set then, which the memos keyed by a state's lines find at once)."""
-    return _first_seen(lines) if len(lines) <= MAX_SHARED_LINES else lines
-
-
-@lru_cache(maxsize=1024)
-def _first_seen(lines: frozenset[str]) -> frozenset[str]:
+    """The set of these lines that an earlier run showed, else `lines`: the very same set
+    then, which the memos keyed by a state's lines find at once."""
     return lines
 
 
-@lru_cache(maxsize=1024)
+@shared_memo(1024, lambda parts: few_lines(*parts))
 def _joined(parts: tuple[frozenset[str], ...]) -> frozenset[str]:
     return frozenset().union(*parts)
 
@@ -172,20 +168,19 @@ class LineMemo:
         last = self._joined.get(name)
         if last is not None and all(map(operator.is_, last[0], parts)):
             return last[1]
-        joined = _joined(parts) if sum(map(len, parts)) <= MAX_SHARED_LINES \
-            else frozenset().union(*parts)
+        joined = _joined(parts)
         self._joined[name] = (parts, joined)
         return joined
 
 
 def _shown_lines(text: str | None) -> frozenset[str]:
-    if text is not None and len(text) <= MAX_SHARED_CHARS:
+    if text is not None and short_text(text):
         return _shared_lines(text, None, True)
     return frozenset(text_lines(text, "X"))
 
 
 def _tree_lines(a11y: Any, inline_text: bool) -> frozenset[str]:
-    if isinstance(a11y, str) and len(a11y) <= MAX_SHARED_CHARS:
+    if isinstance(a11y, str) and short_text(a11y):
         return _shared_lines(None, a11y, inline_text)
     return frozenset(a11y_lines(a11y, inline_text=inline_text))
 

@@ -1,0 +1,49 @@
+"""What a fleet's runs share: memos of what is read off a state, across runs.
+
+A fleet's runs show the same texts and states (a tool's output, a page, its tree, a
+project's files after the same edit): what one run's state made of them, the next run's
+reuses, and a state's line sets are the very sets an earlier run showed (the memos keyed
+by them then find them by identity). Only what is small is kept: texts up to
+:data:`MAX_SHARED_CHARS`, line sets up to :data:`MAX_SHARED_LINES`, at most `size` calls
+of each memo (16 MiB of texts for 1,024); a larger one rarely repeats.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache, wraps
+from typing import ParamSpec, TypeVar, cast
+
+#: Texts up to this long are remembered across runs.
+MAX_SHARED_CHARS = 1 << 14
+#: Sets of canonical lines up to this large are shared by the runs showing them.
+MAX_SHARED_LINES = 1 << 12
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def shared_memo(size: int, small: Callable[..., bool],
+                recent: int = 0) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """A decorator remembering what a function (pure, of hashable arguments, its answer
+    never changed by its callers) gave: for at most `size` calls whose arguments `small`
+    accepts, and for the last `recent` others (0: none; a long text read by several
+    watchers of one state)."""
+    def wrap(read: Callable[P, T]) -> Callable[P, T]:
+        shared = cast(Callable[P, T], lru_cache(maxsize=size)(read))
+        other = cast(Callable[P, T], lru_cache(maxsize=recent)(read)) if recent else read
+
+        @wraps(read)
+        def memo(*args: P.args, **kwargs: P.kwargs) -> T:
+            return (shared if small(*args, **kwargs) else other)(*args, **kwargs)
+        return memo
+    return wrap
+
+
+def short_text(text: str) -> bool:
+    """Whether `text` is short enough to be remembered across runs."""
+    return len(text) <= MAX_SHARED_CHARS
+
+
+def few_lines(*parts: frozenset[str]) -> bool:
+    """Whether line sets `parts` together are small enough to be shared across runs."""
+    return sum(map(len, parts)) <= MAX_SHARED_LINES
