@@ -22,7 +22,7 @@ from functools import lru_cache
 from itertools import compress
 
 from trustlayer.observe.canonical import FACT_KINDS, content_lines, mask
-from trustlayer.observe.shared import few_lines, shared_memo, short_text
+from trustlayer.observe.shared import few_in_all, shared_memo, short_text
 from trustlayer.observe.trace_events import Action
 
 MIN_ECHO_CHARS = 6  # shorter bodies ("ok", "+ x") are too common to be taken as echoes
@@ -99,7 +99,7 @@ def content_context(shown: Sequence[frozenset[str]], facts: frozenset[str],
 
 # a fleet's runs show the same states after the same actions: the very same lines then
 # (fingerprints share a state's parts), found at once, and the context found is shared too
-@shared_memo(1024, lambda shown, _, __, text: short_text(text) and few_lines(*shown))
+@shared_memo(1024, lambda shown, _, __, text: short_text(text) and few_in_all(shown))
 def _context(shown: tuple[frozenset[str], ...], facts: frozenset[str],
              facts_before: frozenset[str], text: str) -> frozenset[str]:
     # files left alone keep their very facts (a code snapshot is mostly facts): not copied

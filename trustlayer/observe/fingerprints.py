@@ -30,7 +30,7 @@ from trustlayer.observe.canonical import (
 from trustlayer.observe.context import content_context
 from trustlayer.observe.context import file_facts as facts_of
 from trustlayer.observe.images import ImageRef
-from trustlayer.observe.shared import few_lines, shared_memo, short_text
+from trustlayer.observe.shared import few_in_all, few_lines, shared_memo, short_text
 from trustlayer.observe.trace_events import Action, Observation
 
 HASH_IMAGE_SIZE = 32
@@ -137,7 +137,7 @@ def _shared(lines: frozenset[str]) -> frozenset[str]:
     return lines
 
 
-@shared_memo(1024, lambda parts: few_lines(*parts))
+@shared_memo(1024, few_in_all)
 def _joined(parts: tuple[frozenset[str], ...]) -> frozenset[str]:
     return frozenset().union(*parts)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache, wraps
-from typing import ParamSpec, TypeVar, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 #: Texts up to this long are remembered across runs.
 MAX_SHARED_CHARS = 1 << 14
@@ -29,13 +29,12 @@ def shared_memo(size: int, small: Callable[..., bool],
     accepts, and for the last `recent` others (0: none; a long text read by several
     watchers of one state)."""
     def wrap(read: Callable[P, T]) -> Callable[P, T]:
-        shared = cast(Callable[P, T], lru_cache(maxsize=size)(read))
-        other = cast(Callable[P, T], lru_cache(maxsize=recent)(read)) if recent else read
+        shared: Callable[..., T] = lru_cache(maxsize=size)(read)
+        other: Callable[..., T] = lru_cache(maxsize=recent)(read) if recent else read
 
-        @wraps(read)
-        def memo(*args: P.args, **kwargs: P.kwargs) -> T:
-            return (shared if small(*args, **kwargs) else other)(*args, **kwargs)
-        return memo
+        def memo(*args: Any) -> T:  # (positional: asked at every state, kept lean)
+            return (shared if small(*args) else other)(*args)
+        return cast(Callable[P, T], wraps(read)(memo))
     return wrap
 
 
@@ -44,6 +43,11 @@ def short_text(text: str) -> bool:
     return len(text) <= MAX_SHARED_CHARS
 
 
-def few_lines(*parts: frozenset[str]) -> bool:
+def few_lines(lines: frozenset[str]) -> bool:
+    """Whether the line set `lines` is small enough to be shared across runs."""
+    return len(lines) <= MAX_SHARED_LINES
+
+
+def few_in_all(parts: tuple[frozenset[str], ...]) -> bool:
     """Whether line sets `parts` together are small enough to be shared across runs."""
     return sum(map(len, parts)) <= MAX_SHARED_LINES
