@@ -12,6 +12,7 @@ import errno
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -206,7 +207,14 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
         return {a for e in self.edges if e["source"] == state_id for a in e["actions"]}
 
     def successors(self, state_id: str) -> set[str]:
-        return {e["target"] for e in self.edges if e["source"] == state_id}
+        return set(self._targets.get(state_id, ()))
+
+    @cached_property  # (a model is not changed once learned; asked of most states judged)
+    def _targets(self) -> dict[str, frozenset[str]]:
+        targets: dict[str, set[str]] = {}
+        for edge in self.edges:
+            targets.setdefault(edge["source"], set()).add(edge["target"])
+        return {source: frozenset(found) for source, found in targets.items()}
 
     def to_json(self) -> dict:
         return {"format": MODEL_FORMAT, "task": self.task, "version": self.version,
