@@ -26,6 +26,7 @@ from trustlayer.observe.templates import (
 )
 
 MAX_LINES = 1 << 14  # remembered lines per set
+MAX_STATES = 1 << 10  # remembered states (line sets) per set
 
 
 class ProfileSet:
@@ -68,6 +69,9 @@ class ProfileSet:
         self._bits: dict[str, int] = {}  # line -> the bits of the salient templates it shows
         self._unexplained: list[set[str]] = [set() for _ in profiles]  # per profile
         self._last: _Observed | None = None
+        #: what it knows of each state asked about (a fleet's runs show the very same line
+        #: sets again: see trustlayer.observe.shared), the oldest forgotten first
+        self._states: dict[frozenset[str], _Observed] = {}
 
     def _explain(self, line: str) -> int:
         """The bits of the salient templates that `line` shows, at most one per profile
@@ -132,17 +136,26 @@ class ProfileSet:
         last = self._last
         if last is not None and last.lines is lines:
             return last
+        observed = self._states.get(lines)
+        if observed is None:
+            observed = self._states[lines] = self._explain_all(lines)
+            if len(self._states) > MAX_STATES:
+                del self._states[next(iter(self._states))]
+        self._last = observed
+        return observed
+
+    def _explain_all(self, lines: frozenset[str]) -> _Observed:
         known = self._bits
         new = lines.difference(known)
-        if len(known) + len(new) > MAX_LINES:
+        if len(known) + len(new) > MAX_LINES:  # (the states known read the lines forgotten)
             known.clear()
+            self._states.clear()
             for unexplained in self._unexplained:
                 unexplained.clear()
             new = lines
         for line in new:
             known[line] = self._explain(line)
-        self._last = _Observed(lines, reduce(or_, map(known.__getitem__, lines), 0))
-        return self._last
+        return _Observed(lines, reduce(or_, map(known.__getitem__, lines), 0))
 
 
 @dataclass
