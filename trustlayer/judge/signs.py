@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from trustlayer.judge.reasons import FAILURE_SIGN, SELF_REPORT_FAILURE, quoted
 from trustlayer.model import Model
 from trustlayer.observe.edits import WordLedger, changed_in_facts, taken_out
-from trustlayer.observe.shared import shared_memo, short_text
+from trustlayer.observe.shared import shared_memo, short_texts
 from trustlayer.observe.steps import Step, in_words
 from trustlayer.observe.templates import shape_of
 from trustlayer.observe.trace_events import Observation
@@ -214,7 +214,7 @@ def lacking(observation: Observation, texts: Sequence[str]) -> list[str]:
     return list(_lacking(tuple(observation.shown_parts()), tuple(texts)))
 
 
-@shared_memo(1024, lambda parts, _: short_text("".join(parts)))  # the same screens
+@shared_memo(1024, lambda parts, _: short_texts(parts))  # a fleet's runs: the same screens
 def _lacking(parts: tuple[str, ...], texts: tuple[str, ...]) -> tuple[str, ...]:
     # a text's words each stand in one part as they are (folding only joins them): a state
     # lacking one is not folded, which is most states and the costly step

@@ -13,7 +13,6 @@ import operator
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import imagehash
@@ -174,18 +173,16 @@ class LineMemo:
 
 
 def _shown_lines(text: str | None) -> frozenset[str]:
-    if text is not None and short_text(text):
-        return _shared_lines(text, None, True)
-    return frozenset(text_lines(text, "X"))
+    return _shared_lines(text, None, True) if text else frozenset()
 
 
 def _tree_lines(a11y: Any, inline_text: bool) -> frozenset[str]:
-    if isinstance(a11y, str) and short_text(a11y):
+    if isinstance(a11y, str):
         return _shared_lines(None, a11y, inline_text)
-    return frozenset(a11y_lines(a11y, inline_text=inline_text))
+    return frozenset(a11y_lines(a11y, inline_text=inline_text))  # a JSON tree: not kept
 
 
-@lru_cache(maxsize=1024)  # at most 16 MiB of texts
+@shared_memo(1024, lambda text, a11y, _: short_text(text or a11y))
 def _shared_lines(text: str | None, a11y: str | None, inline_text: bool) -> frozenset[str]:
     """The lines of a text, else of an accessibility tree, shared by the runs that show it."""
     if text is not None:

@@ -43,6 +43,11 @@ def short_text(text: str) -> bool:
     return len(text) <= MAX_SHARED_CHARS
 
 
+def short_texts(texts: tuple[str, ...]) -> bool:
+    """Whether `texts` together are short enough to be remembered across runs."""
+    return sum(map(len, texts)) <= MAX_SHARED_CHARS
+
+
 def few_lines(lines: frozenset[str]) -> bool:
     """Whether the line set `lines` is small enough to be shared across runs."""
     return len(lines) <= MAX_SHARED_LINES
