@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -186,7 +186,11 @@ class FailureWatch:
         return []
 
     def to_json(self) -> dict[str, Any]:
-        return dict(asdict(self), words=self.words.to_json())
+        # not asdict(), which deep-copies every string: a worker snapshots each run it
+        # judged at every checkpoint
+        data = {f.name: _copied(getattr(self, f.name)) for f in fields(self)}
+        data["words"] = self.words.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> FailureWatch:
@@ -198,6 +202,17 @@ class FailureWatch:
             if data.pop(kept_as_flag, False):  # a record written before the seq was kept
                 data[at] = NO_ROW
         return cls(**data)
+
+
+def _copied(value: Any) -> Any:
+    """A watch's field (strings, numbers, and lists and dicts of them or of lists of
+    strings) copied as far down as anything in it is changed in place."""
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, dict):
+        return {key: list(item) if isinstance(item, list) else item
+                for key, item in value.items()}
+    return value
 
 
 @lru_cache(maxsize=256)  # a fleet's runs show the same reports (a state's shared lines)
