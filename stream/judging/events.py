@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from stream.deadletter import Rejected
+from stream.models.attest import read_canonical
 from trustlayer.errors import TraceError, cut
 from trustlayer.model import Model
 from trustlayer.observe.event_parsing import parse_event
@@ -27,11 +28,14 @@ class Models(Protocol):
 
 @dataclass
 class Decoded:
-    """A record that reads as an event: the event, its JSON object, its task's newest model."""
+    """A record that reads as an event: the event, its JSON object, its task's newest model
+    and the object's canonical JSON (:func:`stream.models.attest.canonical`) when reading
+    gave it (None: not yet made)."""
 
     event: Event
     obj: dict
     model: Model | None
+    body: bytes | None = None
 
 
 def load_json(value: bytes | None, where: str) -> Any:
@@ -50,7 +54,8 @@ def decode_event(key: bytes | None, value: bytes | None, where: str, models: Mod
                  images_dir: Any = None) -> Decoded:
     """The event of one ``trustlayer.events`` record (key ``run_id``); `where` names the
     record in messages. Raises :class:`Rejected` and nothing else for a bad record."""
-    obj = load_json(value, where)
+    read = read_canonical(value) if value else None
+    obj, body = read if read is not None else (load_json(value, where), None)
     if not isinstance(obj, dict):  # (parse_event would read a string as JSON text again)
         raise Rejected("wrong_schema", f"{where}: an event must be a JSON object, not "
                        f"{type(obj).__name__}")
@@ -68,7 +73,7 @@ def decode_event(key: bytes | None, value: bytes | None, where: str, models: Mod
     if run_key != event.run_id:
         raise Rejected("wrong_key", f"{where}: record key {_short(run_key)} is not the event's "
                        f"run_id {_short(event.run_id)} (a run's events must share a partition)")
-    return Decoded(event, obj, model)
+    return Decoded(event, obj, model, body)
 
 
 def _short(text: str | None, limit: int = 200) -> str:

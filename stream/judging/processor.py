@@ -170,7 +170,7 @@ class StreamProcessor:
             raise Rejected("wrong_task", f"{where}: task {event.task!r} differs from the run's "
                            f"task {rec.task!r}")
         if seen:
-            self._repeated(rec, decoded.obj, event, source, where, out)
+            self._repeated(rec, decoded, source, where, out)
             return
         if rec.ended:
             raise Rejected("after_end", f"{where}: run {rec.run_id!r} ended before seq "
@@ -179,7 +179,8 @@ class StreamProcessor:
         if event.seq > rec.next_seq:
             self._hold(rec, decoded.obj, len(value or b""), event, source, out)
             return
-        self._feed(rec, event, source.offset, source.timestamp, out, trigger=source.offset)
+        self._feed(rec, event, source.offset, source.timestamp, out, trigger=source.offset,
+                   body=decoded.body)
         while (held := self.runs.next_held(rec)) is not None:
             try:
                 early = parse_event(held.event, source=where, base_dir=self.settings.images_dir,
@@ -194,15 +195,16 @@ class StreamProcessor:
         if rec.ended:
             self.emitter.after_end(rec, out, source.topic)
 
-    def _repeated(self, rec: RunRecord, obj: dict, event: Event, source: Source, where: str,
+    def _repeated(self, rec: RunRecord, decoded: Decoded, source: Source, where: str,
                   out: Output) -> None:
         """A ``(run_id, seq)`` seen before: ignored when it repeats the event (at-least-once
         delivery), else a dead letter, and the run's verdict, if not final yet, fails with
         cause ``stream_fault``: which of the two contents happened is unknown."""
+        event, obj = decoded.event, decoded.obj
         held = rec.held.get(str(event.seq))
         known = event_digest(canonical(held.event)) if held else \
             rec.digests[event.seq] if event.seq < len(rec.digests) else None
-        if known is None or known == event_digest(canonical(obj)):
+        if known is None or known == event_digest(decoded.body or canonical(obj)):
             return
         self.runs.took(rec, source.offset)
         reused = event.seq == 0
@@ -226,8 +228,9 @@ class StreamProcessor:
                                         f"later events ({held_bytes} bytes)")
 
     def _feed(self, rec: RunRecord, event: Event, offset: int, pub: float, out: Output,
-              trigger: int) -> None:
-        self.runs.fed(rec, event, offset, pub, self.settings.runner_keys)
+              trigger: int, body: bytes | None = None) -> None:
+        """Feed the run's next `event` (`body`: its canonical JSON, if read) to its matcher."""
+        self.runs.fed(rec, event, offset, pub, self.settings.runner_keys, body)
         self._fed[rec.task, event.kind] += 1
         limit = self.settings
         if event.seq >= limit.max_run_events and not rec.final:

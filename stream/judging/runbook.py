@@ -133,13 +133,14 @@ class RunBook:
         return dropped
 
     def fed(self, rec: RunRecord, event: Event, offset: int, pub: float,
-            runner_keys: dict[str, bytes]) -> None:
+            runner_keys: dict[str, bytes], body: bytes | None = None) -> None:
         """`event`, published at offset `offset` and time `pub`, is the run's next: its
-        digest, its link in the run's chain (or who attested the end), its release."""
+        digest, its link in the run's chain (or who attested the end), its release; `body`
+        is its canonical JSON if reading gave it."""
         rec.next_seq = event.seq + 1
         if event.seq == 0 and event.meta and isinstance(event.meta.get("agent_version"), str):
             rec.release = event.meta["agent_version"]
-        body = canonical(event.raw)
+        body = body if body is not None else canonical(event.raw)
         rec.digests.append(event_digest(body))
         chain = rec.chain or CHAIN_START
         if event.kind == "end":

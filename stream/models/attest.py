@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from stream.models.signing import key_file, state_dir
 
 ATTESTATION = "attestation"
@@ -43,6 +45,49 @@ def canonical(obj: Any) -> bytes:
 
 # one encoder for every event (json.dumps makes one per call: 7 % of a small event's cost)
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_DIGITS = frozenset(b"0123456789")
+_IN_NUMBER = frozenset(b"0123456789.-")
+_BEFORE_VALUE = frozenset(b",:[")
+
+
+def read_canonical(value: bytes) -> tuple[Any, bytes] | None:
+    """`value` read as JSON and its :func:`canonical` bytes, both exactly what ``json.loads``
+    and :func:`canonical` give, read by orjson (a fifth of their cost); None when orjson
+    cannot vouch for that (then read them so).
+
+    orjson refuses what differs from json.loads by raising (NaN, Infinity, lone surrogates,
+    other encodings) and differs silently in numbers only: it reads an integer past 64 bits
+    as a float, and writes a float under 1e-4 otherwise ("0.00001", "1e-5" for "1e-05").
+    Both leave a trace in its canonical bytes: a number in exponent form (such a float is at
+    least 2**63) or starting "0.0000", which no float of :func:`canonical` does.
+
+    >>> read_canonical(b'{"b": [1, 2.5], "a": "x"}')
+    ({'b': [1, 2.5], 'a': 'x'}, b'{"a":"x","b":[1,2.5]}')
+    >>> read_canonical(b'{"t": 1e-05}') is None, read_canonical(b'[123456789012345678901]')
+    (True, None)
+    """
+    try:
+        obj = orjson.loads(value)
+        body = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+    for mark in (b"e-", b"e+", b"0.0000"):
+        at = body.find(mark)
+        while at >= 0:
+            if (mark == b"0.0000" or at and body[at - 1] in _DIGITS) and _in_number(body, at):
+                return None
+            at = body.find(mark, at + 1)
+    return obj, body
+
+
+def _in_number(body: bytes, at: int) -> bool:
+    """Whether byte `at` of JSON `body` (compact) lies in a number, not in a string: the
+    run of number bytes it is in starts the document or follows a ``,``, ``:`` or ``[``
+    (inside a string, where such a run may follow them too, it is taken for one)."""
+    start = at
+    while start > 0 and body[start - 1] in _IN_NUMBER:
+        start -= 1
+    return start == 0 or body[start - 1] in _BEFORE_VALUE
 
 
 def chain_link(previous: str, body: bytes) -> str:
