@@ -175,7 +175,7 @@ class StreamProcessor:
         if rec.ended:
             raise Rejected("after_end", f"{where}: run {rec.run_id!r} ended before seq "
                            f"{event.seq} (its verdict is final)")
-        self.runs.took(rec, source.offset)
+        self.runs.took(rec, source.offset, read_fast=decoded.body is not None)
         if event.seq > rec.next_seq:
             self._hold(rec, decoded.obj, len(value or b""), event, source, out)
             return

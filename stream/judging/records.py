@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Protocol
 
+import orjson
+
 
 @dataclass
 class Source:
@@ -55,7 +57,9 @@ class RunRecord:
     holds the :func:`event_digest` of each event fed, by seq (kept after the run ended:
     a late repeat is compared with it); ``chain`` the chain of the events fed
     (:func:`stream.models.attest.chain_link`) and ``runner`` who attested its end, if anyone;
-    ``release`` the agent's release its first event named (``meta.agent_version``)."""
+    ``release`` the agent's release its first event named (``meta.agent_version``);
+    ``plain_numbers`` that every event it took was read by orjson
+    (:func:`stream.models.attest.read_canonical`), so no NaN or Infinity is in it."""
 
     run_id: str
     task: str
@@ -82,18 +86,28 @@ class RunRecord:
     runner: str | None = None
     shadow_version: int | None = None
     release: str | None = None  # the agent's release: meta.agent_version of seq 0
+    plain_numbers: bool = True
 
     def encode(self) -> bytes:
         # vars(), not dataclasses.asdict(): no deep copy of the snapshot and held events
         data = {**vars(self), "held": {seq: vars(h) for seq, h in self.held.items()},
                 "sent": [vars(item) for item in self.sent]}
+        if self.plain_numbers:
+            # orjson: a fifth of json.dumps's cost (a worker writes every run it judged at
+            # each checkpoint). It would write NaN and Infinity as null, and only an event
+            # can bring them: every other number here is computed.
+            try:
+                return orjson.dumps(data)
+            except TypeError:  # an integer past 64 bits, a key not a string
+                pass
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
     @classmethod
     def decode(cls, value: bytes | str | dict) -> RunRecord:
         data = value if isinstance(value, dict) else json.loads(value)
         known = {f.name for f in fields(cls)}
-        kept = {k: v for k, v in data.items() if k in known}
+        # a record written before plain_numbers was kept: it may hold a NaN
+        kept = {"plain_numbers": False} | {k: v for k, v in data.items() if k in known}
         kept["held"] = {seq: Held(**h) for seq, h in kept.get("held", {}).items()}
         kept["sent"] = [Sent(**item) for item in kept.get("sent", [])]
         return cls(**kept)

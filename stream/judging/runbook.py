@@ -105,9 +105,11 @@ class RunBook:
         return self._judges[key]
 
     # -- one run's events -------------------------------------------------------------------------
-    def took(self, rec: RunRecord, offset: int) -> None:
-        """The record at `offset` changed the run: written at the next :meth:`flush`."""
+    def took(self, rec: RunRecord, offset: int, read_fast: bool = True) -> None:
+        """The record at `offset` changed the run (`read_fast`: its event was read by
+        orjson, see :attr:`RunRecord.plain_numbers`): written at the next :meth:`flush`."""
         rec.last_offset = max(rec.last_offset, offset)
+        rec.plain_numbers &= read_fast
         self._dirty.add(rec.run_id)
 
     def resent(self, rec: RunRecord, offset: int) -> list[tuple[str, dict]]:
