@@ -22,7 +22,7 @@ from typing import Any
 
 import faust
 from aiokafka import TopicPartition
-from faust.types import TableT, TopicT
+from faust.types import ProducerT, TableT, TopicT
 
 from stream.judging.metrics import Metrics
 from stream.judging.processor import StreamProcessor
@@ -76,25 +76,27 @@ def within_turn(batch: list[Any], deadline: float, judged: list[Any], waiting: l
 class Outlets:
     """The topics that what processing produced (:class:`~stream.judging.records.Output`) goes to.
 
-    Records go straight to the producer's batches (Faust's ``Topic.send``), not through
+    Records go straight to the producer (Faust's, over aiokafka's batches). Not through
     Faust's ``send_soon`` buffer: that buffer hands one record at a time to the producer,
     and the table's changelog writes of a checkpoint (hundreds at once) go through it, so
     verdicts judged just after a checkpoint waited behind them: most of the publish ->
-    verdict tail (measured: docs/benchmarks.md)."""
+    verdict tail (measured: docs/benchmarks.md). Nor through ``Topic.send``: its future
+    message, sensors and callbacks cost a worker more than the producer's own work."""
 
-    def __init__(self, verdicts: TopicT, dlq: TopicT, finished: TopicT):
-        self.verdicts, self.dlq, self.finished = verdicts, dlq, finished
+    def __init__(self, producer: ProducerT, verdicts: TopicT, dlq: TopicT, finished: TopicT):
+        self.producer = producer
+        self.verdicts, self.dlq, self.finished = (
+            topic.get_topic_name() for topic in (verdicts, dlq, finished))
 
     async def send(self, out: Output) -> list[Awaitable]:
         """Hand `out`'s records to the producer, in order; the returned awaitables say when
         each is delivered."""
-        records: list[tuple[TopicT, bytes | None, dict]] = [
+        records: list[tuple[str, bytes | None, dict]] = [
             (self.verdicts, run_id.encode(), record) for run_id, record in out.verdicts]
         records += [(self.dlq, key, record) for key, record in out.dlq]
         records += [(self.finished, task.encode(), payload) for task, payload in out.finished]
-        # force: not held back as an attachment of a Faust event being processed
-        return [await topic.send(key=key, value=json.dumps(value).encode(), force=True)
-                for topic, key, value in records]
+        return [await self.producer.send(topic, key, json.dumps(value).encode(), None, None,
+                                         None) for topic, key, value in records]
 
 
 class Runtime:
@@ -116,7 +118,8 @@ class Runtime:
         self.checkpoint = Checkpoint(self.processor.runs, self.store, lambda m: app.consumer.ack(m))
         self.fetched = FetchedEvents(lambda: app.consumer, lambda: app.consumer_generation_id,
                                      cfg.fetch_buffer_bytes, self.metrics.fetch_pauses)
-        self.outlets = Outlets(topics["verdicts"], topics["dlq"], topics["finished"])
+        self.outlets = Outlets(app.producer, topics["verdicts"], topics["dlq"],
+                               topics["finished"])
         self.progress = Progress()
         self.watchdog = Watchdog(app, cfg, self.progress, self.metrics)
         model_files = self.registry.load_dir(cfg.models_dir) if cfg.models_dir is not None else []
