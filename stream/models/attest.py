@@ -67,11 +67,11 @@ def read_canonical(value: bytes) -> tuple[Any, bytes] | None:
     """
     try:
         obj = orjson.loads(value)
-    except orjson.JSONDecodeError:
+        if _odd_float(obj):
+            return None
+        return obj, orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):  # (writing: nested too deep)
         return None
-    if _odd_float(obj):
-        return None
-    return obj, orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
 
 
 def _odd_float(obj: Any) -> bool:

@@ -70,3 +70,9 @@ def test_numbers_orjson_reads_or_writes_otherwise_are_left_to_the_standard_libra
 def test_the_example_events_are_read_by_the_fast_path():
     lines = example_lines()
     assert lines and all(read_canonical(line) is not None for line in lines)
+
+
+def test_json_nested_deeper_than_orjson_writes_is_left_to_the_standard_library():
+    assert_as_the_standard_library(b"[" * 250 + b"]" * 250)
+    for depth in (300, 1000, 2000):  # orjson writes 255 levels at most
+        assert read_canonical(b"[" * depth + b"]" * depth) is None
