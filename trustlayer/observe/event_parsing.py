@@ -108,15 +108,18 @@ def _parse_action(obj: Any, source: str, line: int | None) -> Action:
 
 
 def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int | None = None,
-                base_dir: Path | None = None, settings: Settings | None = None) -> Event:
-    """Validate one event (a dict or its JSON text) and return it as an :class:`Event`.
+                base_dir: Path | None = None, settings: Settings | None = None,
+                fit: bool = False) -> Event:
+    """Validate one event (a dict or its JSON text) and return it as an :class:`Event`;
+    `fit`: the dict is known to be within the limits of :mod:`.json_fit` (its reader
+    checked them).
 
     Raises
     ------
     TraceError
         For malformed JSON, missing or mistyped fields, unknown kinds, bad images.
     """
-    obj = _decoded(obj, source, line)
+    obj = obj if fit and isinstance(obj, dict) else _decoded(obj, source, line)
     common = _header(obj, source, line)
     kind = common["kind"]
     if kind == "state":

@@ -29,6 +29,7 @@ from stream.judging.records import DictStore, Source
 from stream.judging.settings import WorkerSettings
 from stream.kafka.clients import MAX_MESSAGE_BYTES
 from stream.models.registry import ModelRegistry
+from trustlayer.observe.json_fit import MAX_NESTING, json_problem
 
 TASK = model().task
 
@@ -197,3 +198,20 @@ def test_a_run_whose_record_would_outgrow_the_table_fails_and_stays_failed(size)
     assert len(p.store[run[0]["run_id"]]) < MAX_MESSAGE_BYTES
     rest = p.process_batch(as_records(run[at + 1:], start_offset=at + 1))
     assert rest.verdicts == [] and rest.dlq == []
+
+
+@pytest.mark.parametrize("depth", [MAX_NESTING - 3, MAX_NESTING - 2, MAX_NESTING - 1,
+                                   MAX_NESTING])
+@pytest.mark.parametrize("inner", ["", "1", "\"\\ud800\""])
+def test_an_event_nested_near_the_limit_is_refused_as_the_full_check_refuses_it(depth, inner):
+    """The reader takes what orjson read for fit when it holds few brackets: the outcome is
+    the one of json_fit's walk of the event, whichever JSON reader read it."""
+    meta = json.loads("[" * depth + inner + "]" * depth)  # in the event: one level deeper
+    value = json.dumps(event("deep", meta={"nested": meta})).encode()
+    problem = json_problem(json.loads(value))
+    try:
+        decode_event(b"deep", value, "t[0]@1", Models())
+    except Rejected as exc:
+        assert problem is not None and exc.reason == problem.code
+    else:
+        assert problem is None
