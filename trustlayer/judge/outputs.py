@@ -3,7 +3,7 @@ run made with one value): the value the agent last gave each, and what its scree
 then. An answer reported is the run's evidence of the goal; another value is its error."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from trustlayer.model import Model
@@ -44,7 +44,9 @@ class OutputLedger:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # copies of its dicts (of strings and booleans), not asdict()'s deep copy
+        return {"outputs": dict(self.outputs), "outputs_shown": dict(self.outputs_shown),
+                "expected_shown": dict(self.expected_shown)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> OutputLedger:

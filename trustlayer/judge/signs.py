@@ -188,7 +188,7 @@ class FailureWatch:
     def to_json(self) -> dict[str, Any]:
         # not asdict(), which deep-copies every string: a worker snapshots each run it
         # judged at every checkpoint
-        data = {f.name: _copied(getattr(self, f.name)) for f in fields(self)}
+        data = {name: _copied(getattr(self, name)) for name in _WATCH_FIELDS}
         data["words"] = self.words.to_json()
         return data
 
@@ -202,6 +202,9 @@ class FailureWatch:
             if data.pop(kept_as_flag, False):  # a record written before the seq was kept
                 data[at] = NO_ROW
         return cls(**data)
+
+
+_WATCH_FIELDS = tuple(f.name for f in fields(FailureWatch))
 
 
 def _copied(value: Any) -> Any:
