@@ -25,6 +25,7 @@ from PIL import Image
 from stream_workloads import (
     EXAMPLES,
     PARTITIONS,
+    copies,
     events_processed,
     machine_idle,
     machine_steal,
@@ -39,7 +40,7 @@ from stream.commands.demo import READY, ready_partitions
 from stream.commands.replay import read_events
 from stream.commands.replay import round_robin as interleave
 from stream.judging.processor import StreamProcessor
-from stream.judging.records import DictStore, Source
+from stream.judging.records import DictStore, Output, Source
 from stream.judging.settings import WorkerSettings
 from stream.kafka import clients
 from stream.kafka.names import topic_names
@@ -49,6 +50,7 @@ from stream.models.registry import ModelRegistry
 from stream.worker import transport
 from stream.worker.config import GC_THRESHOLDS
 from trustlayer.learn.learner import learn
+from trustlayer.model import Model
 from trustlayer.observe.event_parsing import run_of_events
 
 FLEET_AGENTS = 24  # runners publishing at once in the latency runs
@@ -356,6 +358,33 @@ def processing_cost(registry: ModelRegistry, runs: list[list[dict]]) -> float:
     processor.process_batch(records)
     processor.runs.flush()
     return time.perf_counter() - start
+
+
+def written_per_event_cost(model: Model, runs: list[list[dict]]) -> tuple[float, float]:
+    """(us per event in the processor when each run is written to the table after each of
+    its events, us of json.loads of the same event): a fleet whose runs send about one event
+    between two checkpoints (an agent's event a second, a checkpoint a second) writes a run's
+    record for every event. Timed on a second fleet of `runs`' copies (the memos the first
+    one filled are what a worker's are after its first runs)."""
+    registry = ModelRegistry()
+    registry.add(model)
+    processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
+    for tag in ("warm", "timed"):
+        records = [(e["run_id"].encode(), json.dumps(e).encode(), Source(0, i, time.time()))
+                   for i, e in enumerate(interleave(copies(runs, 100, tag)))]
+        out = Output()
+        start = time.perf_counter()
+        for key, value, source in records:
+            processor.process(key, value, source, out)
+            processor.runs.flush()
+        processor.count()
+        judged = (time.perf_counter() - start) / len(records)
+        if out.dlq:
+            raise RuntimeError(f"records were refused: {out.dlq[0]}")
+    start = time.perf_counter()
+    for _, value, _ in records:
+        json.loads(value)
+    return judged * 1e6, (time.perf_counter() - start) / len(records) * 1e6
 
 
 def screenshot_cost() -> tuple[float, float, float]:

@@ -13,7 +13,9 @@ measured in the same run (nothing asserted).
    (goal >= 1.8), with the CPU each worker used and the CPU the machine left idle, and the
    same per CPU-second of the workers (on a machine with no core idle the plain ratio
    counts the cores the workers got);
-2. per-screenshot-event cost in the worker's processor (data URI decode, checks,
+2. in the worker's processor, no broker: a text/a11y event whose run is written to the
+   table after every event (a fleet sending about one event per run between checkpoints),
+   in us and ÷ ``json.loads`` of it; per-screenshot-event cost (data URI decode, checks,
    fingerprint, match) ÷ PNG decode cost of the same frames (goal <= 0.5), and the same for
    events whose screenshots the runner fingerprinted (``trustlayer replay --fingerprint``);
 3. p50/p99 publish -> verdict latency at a fixed offered load (default 500 events/s; goal
@@ -46,6 +48,7 @@ from stream_measures import (
     plain_loop,
     screenshot_cost,
     worker_throughput,
+    written_per_event_cost,
 )
 from stream_workloads import EXAMPLES, PARTITIONS, copies, produce, steal_during, text_only
 
@@ -121,8 +124,12 @@ def main() -> int:
               f"{worker_2 / sum(cpu_2) / (worker_1 / cpu_1):.2f} (1.00: no work added by "
               f"sharing)")
 
+        written, read = written_per_event_cost(model, test)
+        print("\n2. in the worker's processor, no broker")
+        print(f"   text/a11y event, its run written to the table after every event (a fleet "
+              f"sending about an event per run between checkpoints): {written:.0f} us = "
+              f"{written / read:.1f}x json.loads of it")
         per_event, printed, decode = screenshot_cost()
-        print("\n2. screenshot events (in the worker's processor, no broker)")
         print(f"   per screenshot event {per_event:.2f} ms / PNG decode {decode:.2f} ms = "
               f"{per_event / decode:.2f} {goal(per_event / decode, '<=', 0.5)}")
         print(f"   fingerprinted by the runner (replay --fingerprint) {printed:.2f} ms / PNG "
