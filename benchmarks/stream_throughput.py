@@ -40,15 +40,14 @@ from pathlib import Path
 
 # the benchmark modules put the repository on sys.path for the imports below them
 from goals import goal
+from processor_costs import screenshot_cost, written_per_event_cost
 from stream_measures import (
     FLEET_AGENTS,
     broker_latency,
     latency,
     nothing_throughput,
     plain_loop,
-    screenshot_cost,
     worker_throughput,
-    written_per_event_cost,
 )
 from stream_workloads import EXAMPLES, PARTITIONS, copies, produce, steal_during, text_only
 
