@@ -24,10 +24,15 @@ from trustlayer.model import Model
 from trustlayer.observe.event_parsing import run_of_events
 
 
+def _records(runs: list[list[dict]]) -> list[tuple[bytes, bytes, Source]]:
+    """The events of `runs`, interleaved, as (key, value, source) records of one partition."""
+    return [(e["run_id"].encode(), json.dumps(e).encode(), Source(0, i, time.time()))
+            for i, e in enumerate(interleave(runs))]
+
+
 def processing_cost(registry: ModelRegistry, runs: list[list[dict]]) -> float:
     """Seconds the worker's processor takes for the records of `runs`."""
-    records = [(e["run_id"].encode(), json.dumps(e).encode(), Source(0, i, time.time()))
-               for i, e in enumerate(interleave(runs))]
+    records = _records(runs)
     processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
     start = time.perf_counter()
     processor.process_batch(records)
@@ -45,8 +50,7 @@ def written_per_event_cost(model: Model, runs: list[list[dict]]) -> tuple[float,
     registry.add(model)
     processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
     for tag in ("warm", "timed"):
-        records = [(e["run_id"].encode(), json.dumps(e).encode(), Source(0, i, time.time()))
-                   for i, e in enumerate(interleave(copies(runs, 100, tag)))]
+        records = _records(copies(runs, 100, tag))
         out = Output()
         start = time.perf_counter()
         for key, value, source in records:
