@@ -1,5 +1,6 @@
-"""Helpers shared by the streaming tests: the example runs as Kafka-style records, the
-batch validator's verdicts, a worker subprocess, reading a topic, and a Prometheus server."""
+"""Helpers shared by the streaming tests: the example runs as Kafka-style records, a processor
+judging with the example model, the batch validator's verdicts, a worker subprocess, reading
+a topic, and a Prometheus server."""
 from __future__ import annotations
 
 import asyncio
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -29,13 +31,17 @@ TRAIN, TEST = EXAMPLES / "train", EXAMPLES / "test"
 
 from stream.commands.replay import read_events  # noqa: E402
 from stream.commands.replay import round_robin as interleave  # noqa: E402,F401 (for the tests)
-from stream.judging.records import Source  # noqa: E402
+from stream.judging.processor import StreamProcessor  # noqa: E402
+from stream.judging.records import DictStore, Source, Store  # noqa: E402
+from stream.judging.settings import WorkerSettings  # noqa: E402
 from stream.kafka import clients  # noqa: E402
 from stream.kafka.processes import free_port, stop_process  # noqa: E402
 from stream.models.attest import Signer, local_signer  # noqa: E402
+from stream.models.registry import ModelRegistry  # noqa: E402
 from trustlayer.judge.matcher import judge_run  # noqa: E402
 from trustlayer.judge.status import VALIDATE_FIELDS  # noqa: E402
 from trustlayer.learn.learner import learn  # noqa: E402
+from trustlayer.model import Model  # noqa: E402
 from trustlayer.observe.trace_events import Run  # noqa: E402
 from trustlayer.observe.traces import read_runs  # noqa: E402
 
@@ -53,6 +59,16 @@ def train_runs() -> tuple[Run, ...]:
 def model():
     """The model of examples/jupyter/train (learned once per session; do not mutate)."""
     return learn(list(train_runs()))
+
+
+def processor(store: Store | None = None, clock: Callable[[], float] = time.time,
+              chosen: Model | None = None, **settings: Any) -> StreamProcessor:
+    """A stream processor judging with :func:`model` (or `chosen`), its runs kept in
+    `store` (a new dict), under :class:`WorkerSettings` of `settings`."""
+    registry = ModelRegistry()
+    registry.add(model() if chosen is None else chosen)
+    return StreamProcessor(registry, DictStore() if store is None else store,
+                           WorkerSettings(**settings), clock=clock)
 
 
 @cache

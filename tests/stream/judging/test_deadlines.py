@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from streamkit import as_records, batch_verdicts, example_events, finals, model
+from streamkit import as_records, batch_verdicts, example_events, finals, model, processor
 
-from stream.judging.processor import StreamProcessor
-from stream.judging.records import DictStore
-from stream.judging.settings import WorkerSettings
-from stream.models.registry import ModelRegistry
 from trustlayer.judge.deadlines import DEADLINE_FLOOR, DEADLINE_MIN_OBSERVATIONS, deadline
 from trustlayer.judge.matcher import Matcher
 from trustlayer.observe.event_parsing import parse_event
@@ -20,12 +16,6 @@ def with_timing(max_seconds: float, observations: int):
     return dataclasses.replace(model(), timing={
         kind: {sid: {"min": 0.0, "median": max_seconds, "max": max_seconds, "n": observations}
                for sid in per_state} for kind, per_state in model().timing.items()})
-
-
-def processor(chosen) -> StreamProcessor:
-    registry = ModelRegistry()
-    registry.add(chosen)
-    return StreamProcessor(registry, DictStore(), WorkerSettings())
 
 
 def started(chosen, count: int = 3) -> Matcher:
@@ -51,7 +41,7 @@ def test_events_a_little_slower_than_every_successful_run_do_not_fail_the_run():
     """A model whose successful runs moved every 0.3 s; a run whose events come 1.6 s apart,
     the timer ticking every 0.5 s between them, gets the batch validator's verdict."""
     run = list(example_events()[0])
-    p = processor(with_timing(0.3, 8))
+    p = processor(chosen=with_timing(0.3, 8))
     verdicts = []
     for number, record in enumerate(as_records(run)):
         pub = 1000.0 + 1.6 * number
@@ -68,7 +58,7 @@ def test_time_the_broker_was_away_does_not_count_and_quiet_runs_are_not_failed_a
     runs = [list(run)[:3] for run in example_events()]
     records = [r for number, run in enumerate(runs)
                for r in as_records(run, start_offset=10 * number, pub=5000.0)]
-    away, always = processor(model()), processor(model())
+    away, always = processor(), processor()
     for p in (away, always):
         p.process_batch(records)
         assert not p.silence.tick(5000.0).verdicts

@@ -3,21 +3,11 @@
 never while its partition is behind."""
 from __future__ import annotations
 
-from streamkit import as_records, example_events, finals, model, renamed
+from streamkit import as_records, example_events, finals, model, processor, renamed
 
-from stream.judging.processor import StreamProcessor
-from stream.judging.records import DictStore
-from stream.judging.settings import WorkerSettings
 from stream.judging.silence import learned_silence
-from stream.models.registry import ModelRegistry
 
 PUB = 1_000_000.0
-
-
-def processor(**settings) -> StreamProcessor:
-    registry = ModelRegistry()
-    registry.add(model())
-    return StreamProcessor(registry, DictStore(), WorkerSettings(**settings))
 
 
 def without_end(run_id: str) -> list[dict]:

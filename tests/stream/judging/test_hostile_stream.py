@@ -18,26 +18,18 @@ from streamkit import (
     finals,
     interleave,
     model,
+    processor,
     renamed,
 )
 
 from stream.commands.replay import read_events
 from stream.deadletter import REASONS, Rejected, dead_letter
 from stream.judging.events import decode_event
-from stream.judging.processor import StreamProcessor
-from stream.judging.records import DictStore, Source
-from stream.judging.settings import WorkerSettings
+from stream.judging.records import Source
 from stream.kafka.clients import MAX_MESSAGE_BYTES
-from stream.models.registry import ModelRegistry
 from trustlayer.observe.json_fit import MAX_NESTING, json_problem
 
 TASK = model().task
-
-
-def processor() -> StreamProcessor:
-    registry = ModelRegistry()
-    registry.add(model())
-    return StreamProcessor(registry, DictStore(), WorkerSettings())
 
 
 def event(run_id: str, **fields) -> dict:

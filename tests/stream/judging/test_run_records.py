@@ -7,18 +7,9 @@ import dataclasses
 import json
 import math
 
-from streamkit import as_records, example_events, model, renamed
+from streamkit import as_records, example_events, processor, renamed
 
-from stream.judging.processor import StreamProcessor
-from stream.judging.records import DictStore, RunRecord
-from stream.judging.settings import WorkerSettings
-from stream.models.registry import ModelRegistry
-
-
-def processor() -> StreamProcessor:
-    registry = ModelRegistry()
-    registry.add(model())
-    return StreamProcessor(registry, DictStore(), WorkerSettings())
+from stream.judging.records import RunRecord
 
 
 def by_the_standard_library(rec: RunRecord) -> dict:

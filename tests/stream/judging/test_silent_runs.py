@@ -4,21 +4,11 @@ without one ended incomplete with cause stream_fault, never a product bug."""
 from __future__ import annotations
 
 import re
-import time
 
-from streamkit import as_records, batch_verdicts, example_events, finals, model
+from streamkit import as_records, batch_verdicts, example_events, finals, processor
 
 from stream.judging.processor import StreamProcessor
 from stream.judging.records import DictStore
-from stream.judging.settings import WorkerSettings
-from stream.models.registry import ModelRegistry
-
-
-def processor(store=None, clock=time.time, **settings) -> StreamProcessor:
-    registry = ModelRegistry()
-    registry.add(model())
-    return StreamProcessor(registry, DictStore() if store is None else store,
-                           WorkerSettings(**settings), clock=clock)
 
 
 def silent_verdicts(p: StreamProcessor, start: float, **tick):

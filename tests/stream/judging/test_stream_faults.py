@@ -8,23 +8,14 @@ import json
 
 import pytest
 from brokenimages import BREAKAGES, BROKEN_SEQ, broken_run
-from streamkit import as_records, batch_verdicts, example_events, finals, model, renamed
+from streamkit import as_records, batch_verdicts, example_events, finals, model, processor, renamed
 
 from stream.commands.replay import read_events
-from stream.judging.processor import StreamProcessor
-from stream.judging.records import DictStore, Output, Source
-from stream.judging.settings import WorkerSettings
-from stream.models.registry import ModelRegistry
+from stream.judging.records import Output, Source
 from trustlayer.judge.matcher import judge_run
 from trustlayer.observe.traces import read_run
 
 PASSING, FAILING = "jl-save-textfile-test-05", "jl-save-textfile-test-11"
-
-
-def processor() -> StreamProcessor:
-    registry = ModelRegistry()
-    registry.add(model())
-    return StreamProcessor(registry, DictStore(), WorkerSettings())
 
 
 def events_of(run_id: str, new_id: str) -> list[dict]:

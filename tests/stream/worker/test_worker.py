@@ -6,7 +6,6 @@ import base64
 import json
 import random
 import re
-import time
 
 import pytest
 from prometheus_client import generate_latest
@@ -22,6 +21,7 @@ from streamkit import (
     interleave,
     model,
     png,
+    processor,
     renamed,
 )
 
@@ -34,13 +34,6 @@ from stream.models.registry import ModelRegistry
 from stream.worker import transport
 from stream.worker.app import create_app
 from stream.worker.config import WorkerConfig
-
-
-def processor(store=None, clock=time.time, **settings) -> StreamProcessor:
-    registry = ModelRegistry()
-    registry.add(model())
-    return StreamProcessor(registry, DictStore() if store is None else store,
-                           WorkerSettings(**settings), clock=clock)
 
 
 def same_as_batch(final: dict[str, list[dict]], rename=lambda rid: rid) -> None:
