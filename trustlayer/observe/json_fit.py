@@ -31,6 +31,18 @@ def json_problem(obj: Any, max_depth: int = MAX_NESTING) -> Unfit | None:
     return _json_walk(obj, 1, max_depth)
 
 
+
+def few_brackets(text: bytes, max_depth: int = MAX_NESTING) -> bool:
+    """Whether JSON `text` holds too few brackets to nest its values deeper than
+    `max_depth` (:func:`json_problem`'s limit): its containers, and a scalar one level
+    below the innermost, count a level each. Brackets in strings count too.
+
+    >>> few_brackets(b'[[1]]', max_depth=3), few_brackets(b'[[[1]]]', max_depth=3)
+    (True, False)
+    """
+    return text.count(b"[") + text.count(b"{") < max_depth
+
+
 def _json_walk(value: Any, depth: int, max_depth: int) -> Unfit | None:
     if depth > max_depth:
         return Unfit(TOO_DEEP, f"JSON nested deeper than {max_depth} levels")
