@@ -84,8 +84,7 @@ def holding_typed(lines: frozenset[str], typed: tuple[tuple[str, ...], ...]
     held: set[str] = set()
     for text in typed:  # its longest token first: the fewest lines hold it
         first, *rest = sorted(text, key=len, reverse=True) or [""]
-        held.update(line for line in [line for line in lines if first in line]
-                    if all(t in line for t in rest))
+        held.update(line for line in lines if first in line and all(t in line for t in rest))
     return {line: _telling_line(line) for line in lines if line in held} if held else {}
 
 
