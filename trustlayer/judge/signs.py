@@ -18,13 +18,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 from trustlayer.judge.reasons import FAILURE_SIGN, SELF_REPORT_FAILURE, quoted
 from trustlayer.model import Model
 from trustlayer.observe.edits import WordLedger, changed_in_facts, taken_out
-from trustlayer.observe.shared import shared_memo, short_texts
+from trustlayer.observe.shared import few_lines, shared_memo, short_texts
 from trustlayer.observe.steps import Step, in_words
 from trustlayer.observe.templates import shape_of
 from trustlayer.observe.trace_events import Observation
@@ -218,7 +217,7 @@ def _copied(value: Any) -> Any:
     return value
 
 
-@lru_cache(maxsize=256)  # a fleet's runs show the same reports (a state's shared lines)
+@shared_memo(256, few_lines)  # a fleet's runs show the same reports (a state's shared lines)
 def _shapes(lines: frozenset[str]) -> frozenset[str]:
     return frozenset(map(shape_of, lines))
 

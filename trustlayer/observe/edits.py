@@ -17,12 +17,11 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 from trustlayer.observe.canonical import mask
-from trustlayer.observe.shared import shared_memo, short_text
+from trustlayer.observe.shared import few_in_all, shared_memo, short_text
 from trustlayer.observe.trace_events import Run
 
 _FILE_HEADER = "+++ b/"
@@ -86,7 +85,7 @@ def changed_in_facts(before: Iterable[str] | None, after: Iterable[str]) -> set[
 
 # the removals and the signs ask it of the same two states, and a fleet's runs of the same
 # snapshots (a state's facts are the very set for every run showing them)
-@lru_cache(maxsize=256)
+@shared_memo(256, lambda before, after: few_in_all((before, after)), recent=4)
 def _changed(before: frozenset[str], after: frozenset[str]) -> frozenset[str]:
     if before is after or not _snapshot(before) or not _snapshot(after):
         return frozenset()
