@@ -1,6 +1,6 @@
 """Helpers shared by the streaming tests: the example runs as Kafka-style records, a processor
-judging with the example model, the batch validator's verdicts, a worker subprocess, reading
-a topic, and a Prometheus server."""
+judging with the example model, the batch validator's verdicts, a worker subprocess and
+reading a topic (the Prometheus server: prometheus_server.py)."""
 from __future__ import annotations
 
 import asyncio
@@ -8,12 +8,10 @@ import base64
 import io
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -21,8 +19,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pytest
-import yaml
 from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,7 +31,7 @@ from stream.judging.processor import StreamProcessor  # noqa: E402
 from stream.judging.records import DictStore, Source, Store  # noqa: E402
 from stream.judging.settings import WorkerSettings  # noqa: E402
 from stream.kafka import clients  # noqa: E402
-from stream.kafka.processes import free_port, stop_process  # noqa: E402
+from stream.kafka.processes import stop_process  # noqa: E402
 from stream.models.attest import Signer, local_signer  # noqa: E402
 from stream.models.registry import ModelRegistry  # noqa: E402
 from trustlayer.judge.matcher import judge_run  # noqa: E402
@@ -366,47 +362,3 @@ class CpuHogs:
     def __exit__(self, *exc: object) -> None:
         for proc in self.procs:
             stop_process(proc, timeout=5)
-
-
-class Prometheus:
-    """The Debian `prometheus` server on a free port with the repo's alert rules, scraping
-    one target every second."""
-
-    def __init__(self, directory: Path, target: str):
-        binary = shutil.which("prometheus")
-        if not binary:
-            pytest.fail("prometheus not found: apt-get install -y prometheus (don't start "
-                        "its service)", pytrace=False)
-        shutil.copy(REPO / "deploy" / "prometheus" / "alerts.yml", directory / "alerts.yml")
-        (directory / "prometheus.yml").write_text(yaml.safe_dump({
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": ["alerts.yml"],
-            "scrape_configs": [{"job_name": "trustlayer-worker",
-                                "static_configs": [{"targets": [target]}]}]}))
-        self.port, self.log_path = free_port(), directory / "prometheus.log"
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [binary, f"--config.file={directory / 'prometheus.yml'}",
-             f"--storage.tsdb.path={directory / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}"],
-            cwd=directory, stdout=self.log, stderr=subprocess.STDOUT)
-
-    def api(self, path: str) -> dict | None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v1/{path}",
-                                        timeout=2) as answer:
-                return json.load(answer)["data"]
-        except OSError:
-            return None
-
-    def value(self, query: str) -> float | None:
-        data = self.api("query?query=" + urllib.request.quote(query))
-        return float(data["result"][0]["value"][1]) if data and data["result"] else None
-
-    def firing(self) -> set[str]:
-        alerts = (self.api("alerts") or {}).get("alerts", [])
-        return {a["labels"]["alertname"] for a in alerts if a["state"] == "firing"}
-
-    def stop(self) -> None:
-        stop_process(self.proc)
-        self.log.close()

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from prometheus_server import Prometheus
 from streamkit import (
-    Prometheus,
     Worker,
     example_events,
     interleave,

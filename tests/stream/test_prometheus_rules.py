@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from prometheus_client import CollectorRegistry, Counter, start_http_server
-from streamkit import Prometheus
+from prometheus_server import Prometheus
 
 from stream.kafka.processes import free_port
 
