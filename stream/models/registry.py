@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from trustlayer.compare.index import index_of
 from trustlayer.errors import ModelError
 from trustlayer.model import Model
 from trustlayer.observe.trace_events import Run
@@ -153,6 +154,8 @@ class ModelRegistry:
                 return False
             log.warning("model %s version %d replaced by another body", model.task, model.version)
         held[model.version] = model
+        if model.version == max(held):  # runs start on it from now (or try it in shadow)
+            index_of(model)  # built now, or the first event judged on it waits for it
         self._settle_trial(model)
         for listener in self.listeners:
             listener(model)
