@@ -19,6 +19,10 @@ from trustlayer.observe.event_parsing import parse_event
 from trustlayer.observe.json_fit import MAX_NESTING, few_brackets
 from trustlayer.observe.trace_events import Event
 
+#: Up to this many bytes, counting an event's brackets costs less than json_fit's walk of
+#: its values; past it the walk costs less (a screenshot's data URI: many bytes, few values).
+COUNTED_BYTES = 8192
+
 
 class Models(Protocol):
     """Where the model of a task is found (a :class:`~stream.models.registry.ModelRegistry`)."""
@@ -58,7 +62,8 @@ def decode_event(key: bytes | None, value: bytes | None, where: str, models: Mod
     obj, body = read if read is not None else (load_json(value, where), None)
     # what orjson read has string keys and no lone surrogate: with few brackets, it is fit
     # without json_fit's walk of it (3 % of a worker's time)
-    fit = read is not None and value is not None and few_brackets(value)
+    fit = read is not None and value is not None and len(value) <= COUNTED_BYTES \
+        and few_brackets(value)
     if not isinstance(obj, dict):  # (parse_event would read a string as JSON text again)
         raise Rejected("wrong_schema", f"{where}: an event must be a JSON object, not "
                        f"{type(obj).__name__}")
