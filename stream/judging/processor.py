@@ -51,6 +51,7 @@ from stream.models.attest import canonical
 from stream.models.registry import ModelRegistry
 from trustlayer.errors import TraceError
 from trustlayer.judge.faults import feed_checked
+from trustlayer.judge.history import HISTORY_FIELDS, Observed
 from trustlayer.observe.event_parsing import parse_event
 from trustlayer.observe.trace_events import Event
 
@@ -247,9 +248,7 @@ class StreamProcessor:
             self.emitter.dead(out, rec.run_id.encode(), None, source, fault.kind,
                               f"{source.topic}[{rec.partition}]@{offset}: run {rec.run_id!r}: "
                               f"{fault.reason}")
-        # each new row counted as the JSON object the limit was set for
-        history_bytes = self.runs.grew(rec, sum(len(json.dumps(entry._asdict()))
-                                                for entry in matcher.history[kept:]))
+        history_bytes = self.runs.grew(rec, sum(map(row_bytes, matcher.history[kept:])))
         if status.unknown_states > unknown:
             self.metrics.unknown.labels(rec.task).inc(status.unknown_states - unknown)
         if history_bytes > limit.max_history_bytes and not status.final:
@@ -264,6 +263,23 @@ class StreamProcessor:
             if decided is not None:
                 out.models.append(decided)
             self.emitter.finish(rec, out, pub)
+
+
+#: What naming its fields adds to a history row written as a JSON object (``"seq": ``, ...)
+#: over the row written as a JSON list.
+_FIELD_NAMES_BYTES = sum(len(json.dumps(name)) + 2 for name in HISTORY_FIELDS)
+
+
+def row_bytes(row: Observed) -> int:
+    """Bytes of history row `row` as the JSON object ``max_history_bytes`` was set for
+    (``json.dumps(row._asdict())``), counted from its list form: a third less work, at
+    every state of every run.
+
+    >>> row = Observed(3, 12.5, ["s2"], ["click:Save"], shown="Erreur: fichier déjà là")
+    >>> row_bytes(row) == len(json.dumps(row._asdict()))
+    True
+    """
+    return len(json.dumps(row)) + _FIELD_NAMES_BYTES
 
 
 def _where(source: Source) -> str:
