@@ -23,6 +23,8 @@ class MilestoneProgress:
     history: list[Observed]
     #: the run's status after the last event fed (None before the first)
     status: Status | None
+    #: (position, milestones reached) when the status last listed them
+    _counted: tuple[int, int] | None = None
 
     @property
     def current(self) -> Status:
@@ -43,7 +45,7 @@ class MilestoneProgress:
         return upcoming if upcoming in self.model.transient else None
 
     def _advance(self, ids: list[str], seq: int) -> None:
-        essential, soft = self.model.essential, set(self.model.soft)
+        essential, soft = self.model.essential, self.model.soft
         for target in range(self.position, len(essential)):
             if essential[target] in ids:
                 self.matched_at[essential[target]] = seq
@@ -80,11 +82,15 @@ class MilestoneProgress:
 
     def _update(self, seq: int) -> None:
         essential = self.model.essential
-        self.current.matched = [self.model.name(s) for s in essential if s in self.matched_at]
-        self.current.missing = [self.model.name(s) for s in essential[self.position:]
-                              if s not in self.model.soft]
         total = len(essential)
-        self.current.coverage = round(len(self.matched_at) / total, 4) if total else 1.0
+        counted = (self.position, len(self.matched_at))
+        if counted != self._counted:  # the milestones reached: not redone at every state
+            self._counted = counted
+            self.current.matched = [self.model.name(s) for s in essential
+                                    if s in self.matched_at]
+            self.current.missing = [self.model.name(s) for s in essential[self.position:]
+                                    if s not in self.model.soft]
+            self.current.coverage = round(len(self.matched_at) / total, 4) if total else 1.0
         done = self.position >= total \
             or all(s in self.model.soft for s in essential[self.position:])
         if done and self._accepted():
