@@ -32,12 +32,24 @@ def matching_states(model: Model, fingerprint: Fingerprint, typed: Typed, upcomi
     index = index_of(model)
     if llm is not None and budget > 0:
         return _verified(model, index, fingerprint, typed, upcoming, overlay, llm, budget)
-    key = (fingerprint.identity, typed, overlay, upcoming if typed else None)
+    key = (_looked_up_by(index, fingerprint, typed), typed, overlay, upcoming if typed else None)
     found = index.found.get(key)
     if found is None:
         verified, _ = _verified(model, index, fingerprint, typed, upcoming, overlay, None, 0)
         found = remembered(index.found, key, verified, len(fingerprint.lines))
     return list(found), 0
+
+
+def _looked_up_by(index: StateIndex, fingerprint: Fingerprint, typed: Typed) -> tuple[object, ...]:
+    """What of the observed state `fingerprint` the states found for it depend on: with
+    text, no screenshot bytes a model state holds and nothing typed, its lines alone (no
+    candidate is then looked up, nor a tier decided, by its screenshot: see
+    :meth:`StateIndex.plausible` and :func:`~trustlayer.compare.equivalence.decide`); else
+    its identity. A fleet's screens differ by a pixel (a clock, a cursor) where their text
+    does not."""
+    if fingerprint.has_structure and not typed and fingerprint.image_sha not in index.by_image:
+        return fingerprint.lines, fingerprint.content, fingerprint.context
+    return fingerprint.identity
 
 
 def _verified(model: Model, index: StateIndex, fingerprint: Fingerprint, typed: Typed,
