@@ -3,7 +3,7 @@ that led to each."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from trustlayer.observe.context import file_facts
@@ -123,8 +123,10 @@ class StepBuilder:
         """What the next step needs, JSON-serialisable (:meth:`from_json` reads it back),
         with `previous` as the previous state's lines (all of them, or those the next step
         reads)."""
+        # each action's fields copied, not its args: asdict() deep-copied them at every
+        # checkpoint, and a frozen action's args are never changed
         return {"baseline_files": self.baseline_files,
-                "pending": [asdict(action) for action in self.pending],
+                "pending": [dict(vars(action)) for action in self.pending],
                 "previous_lines": None if previous is None else sorted(previous)}
 
     @classmethod
