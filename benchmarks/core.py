@@ -13,7 +13,9 @@ the learn time of 32 runs and the judging table only.
    agent's conversations of tau-airline-dev among them, and the stream benchmark's
    examples/jupyter runs: fingerprints, candidates, tiers, milestones)
    / json.loads of the same event's line, per task: the first pass, and the median of
-   three more (the lines of a task's runs already seen, as in a running worker);
+   three more (the lines of a task's runs already seen, as in a running worker). Without
+   ``--quick`` section 2 has judged jupyter-dev's test runs once already, so its first
+   pass there is not a cold one (``--quick``'s is);
 4. state lookup cost as the model grows from 10 to 10,000 states (BK-tree + inverted
    index), against a linear scan of the same states.
 """
