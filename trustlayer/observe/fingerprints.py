@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import imagehash
 import numpy as np
@@ -214,6 +214,20 @@ def fingerprint(observation: Observation, thumbnail_size: int,
     elif printed is not None:  # fingerprinted by the runner: nothing to decode
         image_sha, phash, thumbnail = printed.sha256, printed.phash, printed.thumbnail
     context = content_context((shown, tree), facts, previous_facts, tuple(actions))
-    return Fingerprint(memo.union("lines", content, place), image_sha, phash, thumbnail,
-                       title, label=observation.label, context=context, image=shot,
-                       thumbnail_size=thumbnail_size, content=content, facts=facts)
+    return as_given(Fingerprint, lines=memo.union("lines", content, place), image_sha=image_sha,
+                    phash=phash, thumbnail=thumbnail, title=title, label=observation.label,
+                    context=context, image=shot, thumbnail_size=thumbnail_size,
+                    content=content, facts=facts)
+
+
+Frozen = TypeVar("Frozen")
+
+
+def as_given(cls: type[Frozen], **fields: Any) -> Frozen:
+    """An instance of the frozen dataclass `cls` holding `fields`, every field given: what
+    its ``__init__`` makes of them, without setting each through ``object.__setattr__``,
+    a frozen class's costly way (a run's every state makes a fingerprint and a step).
+    Nothing is checked or computed: ``__post_init__`` does not run."""
+    made = object.__new__(cls)
+    made.__dict__.update(fields)
+    return made

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustlayer.observe.context import file_facts
-from trustlayer.observe.fingerprints import Fingerprint, LineMemo, fingerprint
+from trustlayer.observe.fingerprints import Fingerprint, LineMemo, as_given, fingerprint
 from trustlayer.observe.templates import word_tokens
 from trustlayer.observe.trace_events import Action, Event, Run
 from trustlayer.settings import Settings
@@ -157,7 +157,8 @@ class StepBuilder:
         moved = not actions and self.previous_facts is not None \
             and printed.facts != self.previous_facts
         self.pending, self.previous_lines, self.previous_facts = [], printed.lines, printed.facts
-        return Step(event.seq, event.ts, printed, actions, moved)
+        return as_given(Step, seq=event.seq, ts=event.ts, fingerprint=printed, actions=actions,
+                        files_moved=moved)
 
 
 def run_steps(run: Run, settings: Settings) -> list[Step]:
