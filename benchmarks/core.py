@@ -22,6 +22,7 @@ the learn time of 32 runs and the judging table only.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import io
 import json
 import random
@@ -90,6 +91,7 @@ def bench_validation(model: Model) -> None:
             image.load()
     decode = (time.perf_counter() - start) / len(frames)
     runs = read_runs([ROOT / "jupyter-dev" / "test"])  # fresh, undecoded images
+    gc.collect()  # (see bench_judging)
     start = time.perf_counter()
     for run in runs:
         judge_run(model, run)
@@ -137,6 +139,9 @@ def bench_judging() -> None:
         passes = []
         for _ in range(4):
             runs = read_runs(tests)  # fresh: undecoded images, no fingerprints
+            # what learning and reading left is collected now: a full collection of it
+            # fell by chance inside one pass or another, and is not that pass's cost
+            gc.collect()
             start = clock()
             for run in runs:
                 judge_run(models[run.task], run)
