@@ -1,7 +1,5 @@
 """A screenshot's pHash and thumbnail are computed when first read, exactly as eagerly;
-judging screens whose text decides them decodes none of those screens. A state's
-fingerprint and step, made without their classes' __init__, are what it makes."""
-import dataclasses
+judging screens whose text decides them decodes none of those screens."""
 import io
 
 from devsets import EXAMPLES
@@ -11,7 +9,6 @@ from trustlayer.judge.matcher import judge_run
 from trustlayer.learn.learner import learn
 from trustlayer.observe.fingerprints import fingerprint, image_signature
 from trustlayer.observe.images import ImageRef
-from trustlayer.observe.steps import StepBuilder
 from trustlayer.observe.trace_events import Observation
 from trustlayer.observe.traces import read_runs
 
@@ -42,24 +39,3 @@ def test_judging_screens_with_text_leaves_most_screenshots_undecoded():
              if e.observation.screenshot is not None]
     decoded = sum(shot._gray is not None for shot in shots)
     assert shots and decoded < len(shots) / 2, (decoded, len(shots))
-
-
-def _remade(made):
-    """`made` made again by its class's __init__ from its fields (a field it lacks: the
-    class's default, or what __post_init__ computes)."""
-    cls = type(made)
-    return cls(**{f.name: vars(made)[f.name] for f in dataclasses.fields(cls)
-                  if f.name in vars(made)})
-
-
-def test_a_states_fingerprint_and_step_hold_every_field_their_init_would():
-    settings = learn(read_runs([JUPYTER / "train"])).settings
-    builder, steps = StepBuilder(settings), []
-    for run in read_runs([JUPYTER / "test"])[:3]:
-        steps += [step for event in run.events if (step := builder.feed(event)) is not None]
-    assert steps
-    for step in steps:
-        for made in (step, step.fingerprint):
-            remade = _remade(made)
-            assert vars(made).keys() == {f.name for f in dataclasses.fields(type(made))}
-            assert vars(made) == vars(remade) and made == remade

@@ -23,6 +23,7 @@ from trustlayer.observe.trace_events import (
     Event,
     Observation,
     Run,
+    as_given,
 )
 from trustlayer.settings import Settings
 
@@ -76,7 +77,8 @@ def _parse_observation(obj: Any, base_dir: Path | None, settings: Settings, sour
     printed = obj.get("screenshot_fingerprint")
     known = {"screenshot", "screenshot_fingerprint", "text", "a11y", "url", "title", "files",
              "label", "network"}
-    return Observation(
+    return as_given(
+        Observation,
         screenshot=load_image(screenshot, base_dir, settings, source, line) if screenshot else None,
         screenshot_print=None if printed is None else
         parse_screenshot_print(printed, settings, source, line),
@@ -103,8 +105,8 @@ def _parse_action(obj: Any, source: str, line: int | None) -> Action:
         raise TraceError(f"action.read_only must be true or false, got {type(read_only).__name__}",
                          source, line)
     value = obj.get("value")
-    return Action(action_type, _optional_str(obj, "target", source, line),
-                  None if value is None else str(value), args, read_only)
+    return as_given(Action, type=action_type, target=_optional_str(obj, "target", source, line),
+                    value=None if value is None else str(value), args=args, read_only=read_only)
 
 
 def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int | None = None,
@@ -122,17 +124,18 @@ def parse_event(obj: dict | str | bytes, *, source: str = "<stream>", line: int 
     obj = obj if fit and isinstance(obj, dict) else _decoded(obj, source, line)
     common = _header(obj, source, line)
     kind = common["kind"]
+    if kind not in EVENT_KINDS:
+        raise TraceError(f"kind '{kind}' is not one of {', '.join(EVENT_KINDS)}", source, line)
     if kind == "state":
-        return Event(observation=_state_observation(obj, base_dir, settings or Settings(),
-                                                    source, line), **common)
-    if kind == "action":
+        common["observation"] = _state_observation(obj, base_dir, settings or Settings(),
+                                                   source, line)
+    elif kind == "action":
         if "action" not in obj:
             raise TraceError("an action event needs an 'action'", source, line)
-        return Event(action=_parse_action(obj["action"], source, line), **common)
-    if kind == "end":
-        outcome, self_report = _ending(obj, source, line)
-        return Event(outcome=outcome, self_report=self_report, **common)
-    raise TraceError(f"kind '{kind}' is not one of {', '.join(EVENT_KINDS)}", source, line)
+        common["action"] = _parse_action(obj["action"], source, line)
+    else:
+        common["outcome"], common["self_report"] = _ending(obj, source, line)
+    return as_given(Event, **common)
 
 
 def _decoded(obj: dict | str | bytes, source: str, line: int | None) -> dict:
@@ -154,7 +157,8 @@ def _decoded(obj: dict | str | bytes, source: str, line: int | None) -> dict:
 
 
 def _header(obj: dict, source: str, line: int | None) -> dict[str, Any]:
-    """The fields every event has, checked: the keyword arguments of its :class:`Event`."""
+    """The fields every event has, checked, and its parts (None until read): the fields of
+    its :class:`Event`."""
     version = _require(obj, "v", int, source, line)
     if version != FORMAT_VERSION:
         raise TraceError(f"format version {version} is not supported (this reads version "
@@ -171,7 +175,8 @@ def _header(obj: dict, source: str, line: int | None) -> dict[str, Any]:
     meta = obj.get("meta")
     if meta is not None and not isinstance(meta, dict):
         raise TraceError("field 'meta' must be an object", source, line)
-    return dict(run_id=run_id, task=task, seq=seq, ts=ts, kind=kind, meta=meta, raw=obj)
+    return dict(run_id=run_id, task=task, seq=seq, ts=ts, kind=kind, observation=None,
+                action=None, outcome=None, self_report=None, meta=meta, raw=obj)
 
 
 def _timestamp(obj: dict, source: str, line: int | None) -> float:

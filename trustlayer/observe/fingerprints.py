@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import imagehash
 import numpy as np
@@ -30,7 +30,7 @@ from trustlayer.observe.context import content_context
 from trustlayer.observe.context import file_facts as facts_of
 from trustlayer.observe.images import ImageRef
 from trustlayer.observe.shared import few_in_all, few_lines, shared_memo, short_text
-from trustlayer.observe.trace_events import Action, Observation
+from trustlayer.observe.trace_events import Action, Observation, as_given
 
 HASH_IMAGE_SIZE = 32
 #: The shorter side a screenshot is decoded to for its signature (``ImageRef.gray``).
@@ -219,15 +219,3 @@ def fingerprint(observation: Observation, thumbnail_size: int,
                     context=context, image=shot, thumbnail_size=thumbnail_size,
                     content=content, facts=facts)
 
-
-Frozen = TypeVar("Frozen")
-
-
-def as_given(cls: type[Frozen], **fields: Any) -> Frozen:
-    """An instance of the frozen dataclass `cls` holding `fields`, every field given: what
-    its ``__init__`` makes of them, without setting each through ``object.__setattr__``,
-    a frozen class's costly way (a run's every state makes a fingerprint and a step).
-    Nothing is checked or computed: ``__post_init__`` does not run."""
-    made = object.__new__(cls)
-    made.__dict__.update(fields)
-    return made

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustlayer.observe.context import file_facts
-from trustlayer.observe.fingerprints import Fingerprint, LineMemo, as_given, fingerprint
+from trustlayer.observe.fingerprints import Fingerprint, LineMemo, fingerprint
 from trustlayer.observe.templates import word_tokens
-from trustlayer.observe.trace_events import Action, Event, Run
+from trustlayer.observe.trace_events import Action, Event, Run, as_given
 from trustlayer.settings import Settings
 
 NO_ACTION = "(none)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from trustlayer.observe.canonical import mask
 from trustlayer.observe.images import ImageRef, ScreenshotPrint
@@ -18,6 +18,19 @@ ACTION_TYPES = ("click", "key", "type", "scroll", "wait", "navigate", "tool", "a
 OUTCOMES = ("success", "failure", "unknown")
 SELF_REPORTS = ("success", "failure")
 LABEL_CAUSES = ("product_bug", "agent_error", None)
+
+Frozen = TypeVar("Frozen")
+
+
+def as_given(cls: type[Frozen], **fields: Any) -> Frozen:
+    """An instance of the frozen dataclass `cls` holding `fields`, every field given: what
+    its ``__init__`` makes of them, without setting each through ``object.__setattr__``,
+    a frozen class's costly way (every event of a run makes one or two, every state a
+    fingerprint and a step). Nothing is checked or computed: ``__post_init__`` does not
+    run."""
+    made = object.__new__(cls)
+    made.__dict__.update(fields)
+    return made
 
 
 @dataclass(frozen=True)
