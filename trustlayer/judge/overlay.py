@@ -18,7 +18,7 @@ from typing import Any
 
 from trustlayer.model import Model
 from trustlayer.observe.fingerprints import Fingerprint
-from trustlayer.observe.shared import few_lines, shared_memo
+from trustlayer.observe.shared import in_order
 from trustlayer.observe.steps import Step
 
 #: matches a fingerprint with some lines not held against it: the model states it is
@@ -67,9 +67,9 @@ class Overlay:
         return found, came_with
 
     def to_json(self) -> dict[str, Any]:
-        return {"lines": _in_order(self.lines), "covered": _in_order(self.covered),
+        return {"lines": in_order(self.lines), "covered": in_order(self.covered),
                 "covered_seq": self.covered_seq, "worked_beneath": self.worked_beneath,
-                "previous": _in_order(self.previous)}
+                "previous": in_order(self.previous)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Overlay:
@@ -77,10 +77,3 @@ class Overlay:
             return cls()
         return cls(frozenset(data["lines"]), frozenset(data["covered"]), data["covered_seq"],
                    data["worked_beneath"], frozenset(data["previous"]))
-
-
-@shared_memo(1024, few_lines)
-def _in_order(lines: frozenset[str]) -> tuple[str, ...]:
-    """`lines` sorted, as JSON writes them: a worker snapshots every run it judged at each
-    checkpoint, and the runs of a fleet cover the very same screens."""
-    return tuple(sorted(lines))

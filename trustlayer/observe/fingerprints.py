@@ -218,4 +218,3 @@ def fingerprint(observation: Observation, thumbnail_size: int,
                     phash=phash, thumbnail=thumbnail, title=title, label=observation.label,
                     context=context, image=shot, thumbnail_size=thumbnail_size,
                     content=content, facts=facts)
-

@@ -31,7 +31,6 @@ def json_problem(obj: Any, max_depth: int = MAX_NESTING) -> Unfit | None:
     return _json_walk(obj, 1, max_depth)
 
 
-
 def few_brackets(text: bytes, max_depth: int = MAX_NESTING) -> bool:
     """Whether JSON `text` holds too few brackets to nest its values deeper than
     `max_depth` (:func:`json_problem`'s limit): its containers, and a scalar one level

@@ -56,3 +56,10 @@ def few_lines(lines: frozenset[str]) -> bool:
 def few_in_all(parts: tuple[frozenset[str], ...]) -> bool:
     """Whether line sets `parts` together are small enough to be shared across runs."""
     return sum(map(len, parts)) <= MAX_SHARED_LINES
+
+
+@shared_memo(1024, few_lines)
+def in_order(lines: frozenset[str]) -> tuple[str, ...]:
+    """`lines` sorted, as a snapshot writes them: a worker snapshots every run it judged at
+    each checkpoint, and the runs of a fleet show the very same line sets."""
+    return tuple(sorted(lines))

@@ -8,6 +8,7 @@ from typing import Any
 
 from trustlayer.observe.context import file_facts
 from trustlayer.observe.fingerprints import Fingerprint, LineMemo, fingerprint
+from trustlayer.observe.shared import in_order
 from trustlayer.observe.templates import word_tokens
 from trustlayer.observe.trace_events import Action, Event, Run, as_given
 from trustlayer.settings import Settings
@@ -127,7 +128,7 @@ class StepBuilder:
         # checkpoint, and a frozen action's args are never changed
         return {"baseline_files": self.baseline_files,
                 "pending": [dict(vars(action)) for action in self.pending],
-                "previous_lines": None if previous is None else sorted(previous)}
+                "previous_lines": None if previous is None else in_order(previous)}
 
     @classmethod
     def from_json(cls, settings: Settings, data: dict[str, Any]) -> StepBuilder:
