@@ -7,7 +7,7 @@ from tracegen import as_run, events_for, make_screens
 
 from trustlayer.judge.matcher import Matcher, judge_run
 from trustlayer.judge.reasons import DEADLINE, NEGATIVE_MILESTONE
-from trustlayer.judge.resume import restore, snapshot
+from trustlayer.judge.resume import restore, snapshot, with_rows
 from trustlayer.learn.learner import learn
 from trustlayer.observe.traces import read_runs
 
@@ -139,6 +139,26 @@ def test_a_notice_no_training_run_got_left_open_while_the_agent_worked_on_passes
     covered = screens[:2] + [text + NOTICE for text in screens[2:]]
     status = judge_run(model, as_run(events_for("new", covered)))
     assert status.verdict == "pass" and status.coverage == 1.0, status.details
+
+
+def test_a_snapshot_without_the_rows_kept_apart_is_whole_again_with_them():
+    """The worker keeps a long run's older history rows apart, as they were when it sealed
+    them (stream.judging.parts). The row the notice came with is matched again later: the
+    snapshot keeps it, and the rows put back give every later snapshot whole."""
+    model = learn([as_run(events_for(f"train-{n}", make_screens(n))) for n in range(3)])
+    screens = make_screens(4)
+    run = as_run(events_for("new", screens[:2] + [text + NOTICE for text in screens[2:]]))
+    matcher, kept_apart, amended = Matcher(model), [], 0
+    for event in run.events:
+        matcher.feed(event)
+        whole = json.loads(json.dumps(snapshot(matcher)))
+        for rows in kept_apart:
+            data = json.loads(json.dumps(snapshot(matcher, since=len(rows))))
+            amended += "amended" in data
+            assert len(data["history"]) == len(whole["history"]) - len(rows)
+            assert with_rows(data, rows) == whole
+        kept_apart.append(json.loads(json.dumps(whole["history"])))
+    assert matcher.overlay.worked_beneath and amended  # a row was matched again after
 
 
 def test_a_notice_that_came_over_a_screen_no_training_run_showed_passes_too():

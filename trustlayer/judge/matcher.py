@@ -173,6 +173,7 @@ class Matcher(RunEnd):
         covered = self.overlay.covered_seq
         row = row_index(self.history, covered) if came_with and covered is not None else None
         if row is not None and not self.history[row].ids:
+            # the one older row that changes (a snapshot keeps it apart: resume.snapshot)
             self.history[row] = self.history[row]._replace(ids=came_with, novel=[])
             self._advance(came_with, self.history[row].seq)
         return found
