@@ -15,8 +15,9 @@ import pytest
 from devsets import DATA, DEV_TASKS, EXAMPLES, SHARED, SLICE_TASKS, dev
 
 from stream.commands.replay import read_events, round_robin
+from stream.judging.parts import is_part_key
 from stream.judging.processor import StreamProcessor
-from stream.judging.records import DictStore, Source
+from stream.judging.records import DictStore, Output, Source
 from stream.judging.settings import WorkerSettings
 from stream.models.registry import ModelRegistry
 from trustlayer.judge.matcher import Matcher, judge_run
@@ -55,15 +56,41 @@ def restored_at_every_event(model: Model, test: Path) -> Verdicts:
     return verdicts
 
 
-def streamed(model: Model, test: Path) -> Verdicts:
-    """The worker's processor over the runs' events as records (screenshots inline),
-    interleaved; a run's verdict is its one final verdict record."""
+def _processor(model: Model, store: DictStore) -> StreamProcessor:
     registry = ModelRegistry()
     registry.add(model)
-    processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
+    return StreamProcessor(registry, store, WorkerSettings(refine=False))
+
+
+def _records(test: Path) -> list[tuple[bytes, bytes, Source]]:
+    """The runs' events as records (screenshots inline), interleaved as a fleet sends them."""
     events = round_robin(read_events([test]))
-    out = processor.process_batch([(e["run_id"].encode(), json.dumps(e).encode(),
-                                    Source(0, offset, 0.0)) for offset, e in enumerate(events)])
+    return [(e["run_id"].encode(), json.dumps(e).encode(), Source(0, offset, 0.0))
+            for offset, e in enumerate(events)]
+
+
+def streamed(model: Model, test: Path) -> Verdicts:
+    """The worker's processor over the runs' records; a run's verdict is its one final
+    verdict record."""
+    return _verdicts(_processor(model, DictStore()).process_batch(_records(test)))
+
+
+def streamed_in_parts(model: Model, test: Path) -> Verdicts:
+    """The worker's processor writing each run's record in parts of 3 events, every run
+    written to the store and read back from it after each record (as after a rebalance)."""
+    store = DictStore()
+    processor = _processor(model, store)
+    processor.runs.part_events = 3
+    out = Output()
+    for key, value, source in _records(test):
+        processor.process(key, value, source, out)
+        processor.revoke()
+        assert processor.assign([0], store.items()).verdicts == []  # the timer made none
+    assert any(map(is_part_key, store))  # the runs were long enough to be written in parts
+    return _verdicts(out)
+
+
+def _verdicts(out: Output) -> Verdicts:
     assert out.dlq == []
     finals = [(run_id, record) for run_id, record in out.verdicts if record["final"]]
     verdicts = {run_id: (record["status"], record["reason"], record["cause"])
@@ -73,7 +100,8 @@ def streamed(model: Model, test: Path) -> Verdicts:
 
 
 JUDGES: dict[str, Callable[[Model, Path], Verdicts]] = {
-    "restored at every event": restored_at_every_event, "streamed": streamed}
+    "restored at every event": restored_at_every_event, "streamed": streamed,
+    "streamed in parts, read back at every event": streamed_in_parts}
 
 
 @cache

@@ -59,7 +59,13 @@ class RunRecord:
     (:func:`stream.models.attest.chain_link`) and ``runner`` who attested its end, if anyone;
     ``release`` the agent's release its first event named (``meta.agent_version``);
     ``plain_numbers`` that every event it took was read by orjson
-    (:func:`stream.models.attest.read_canonical`), so no NaN or Infinity is in it."""
+    (:func:`stream.models.attest.read_canonical`), so no NaN or Infinity is in it.
+
+    What grows with the run is written in parts (:mod:`stream.judging.parts`): ``sealed``
+    counts the digests, offsets and history rows held in the run's ``parts`` sealed parts;
+    the record itself, the head, holds those that came since (:meth:`encode`). In memory
+    ``digests`` and ``offsets`` are whole; ``snapshot`` is the head's (history rows from
+    ``sealed[2]`` on)."""
 
     run_id: str
     task: str
@@ -87,20 +93,18 @@ class RunRecord:
     shadow_version: int | None = None
     release: str | None = None  # the agent's release: meta.agent_version of seq 0
     plain_numbers: bool = True
+    sealed: list[int] = field(default_factory=lambda: [0, 0, 0])
+    parts: int = 0
 
     def encode(self) -> bytes:
+        """The head: this record with the digests and offsets not yet sealed in a part."""
+        digests, offsets = self.digests, self.offsets
         # vars(), not dataclasses.asdict(): no deep copy of the snapshot and held events
         data = {**vars(self), "held": {seq: vars(h) for seq, h in self.held.items()},
-                "sent": [vars(item) for item in self.sent]}
-        if self.plain_numbers:
-            # orjson: a fifth of json.dumps's cost (a worker writes every run it judged at
-            # each checkpoint). It would write NaN and Infinity as null, and only an event
-            # can bring them: every other number here is computed.
-            try:
-                return orjson.dumps(data)
-            except TypeError:  # an integer past 64 bits, a key not a string
-                pass
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+                "sent": [vars(item) for item in self.sent],
+                "digests": digests[self.sealed[0]:] if self.sealed[0] else digests,
+                "offsets": offsets[self.sealed[1]:] if self.sealed[1] else offsets}
+        return encoded(data, self.plain_numbers)
 
     @classmethod
     def decode(cls, value: bytes | str | dict) -> RunRecord:
@@ -119,6 +123,20 @@ class RunRecord:
     @property
     def held_bytes(self) -> int:
         return sum(h.size for h in self.held.values())
+
+
+def encoded(data: dict, plain_numbers: bool) -> bytes:
+    """`data` as compact JSON; `plain_numbers`: it holds no NaN or Infinity (see
+    :attr:`RunRecord.plain_numbers`)."""
+    if plain_numbers:
+        # orjson: a fifth of json.dumps's cost (a worker writes every run it judged at each
+        # checkpoint). It would write NaN and Infinity as null, and only an event can bring
+        # them: every other number here is computed.
+        try:
+            return orjson.dumps(data)
+        except TypeError:  # an integer past 64 bits, a key not a string
+            pass
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def event_digest(body: bytes) -> str:

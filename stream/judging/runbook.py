@@ -4,9 +4,10 @@ rebalance do to them.
 
 A run's :class:`~stream.judging.records.RunRecord` is read from the store when one of its events
 first comes and then kept in memory; :meth:`RunBook.flush` writes the runs changed since
-they were last written, once however many of their events came meanwhile. A run's
-:class:`~trustlayer.judge.matcher.Matcher` is restored from the record's snapshot, on the
-model version the run started with (the newest one if that version is unknown here).
+they were last written, once however many of their events came meanwhile, a long run's in
+parts (:mod:`stream.judging.parts`). A run's :class:`~trustlayer.judge.matcher.Matcher` is
+restored from the record's snapshot, on the model version the run started with (the newest
+one if that version is unknown here).
 
 The processor, the emitter, the silence timer and the shadow trials decide *what* happens to
 a run; they ask the run book to do it, and never change a record, a matcher or what is to be
@@ -19,15 +20,24 @@ from __future__ import annotations
 
 import logging
 from collections import Counter as Tally
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from stream.judging.metrics import Metrics
+from stream.judging.parts import (
+    PART_EVENTS,
+    head_key,
+    is_part_key,
+    joined,
+    part_key,
+    seal,
+    unsealed,
+)
 from stream.judging.records import Held, Output, RunRecord, Sent, Store, event_digest
 from stream.models.attest import CHAIN_START, attested_by, canonical, chain_link
 from stream.models.registry import ModelRegistry
 from trustlayer.compare.llm import LLMJudge, judge_for
 from trustlayer.judge.matcher import Matcher
-from trustlayer.judge.resume import given_up, restore, snapshot
+from trustlayer.judge.resume import given_up, restore, snapshot, with_rows
 from trustlayer.judge.status import Status
 from trustlayer.model import Model
 from trustlayer.observe.trace_events import Event
@@ -41,10 +51,14 @@ class RunBook:
 
     SENT_KEPT = 16
 
-    def __init__(self, registry: ModelRegistry, store: Store, metrics: Metrics):
+    def __init__(self, registry: ModelRegistry, store: Store, metrics: Metrics,
+                 part_events: int = PART_EVENTS):
         self.registry, self.store, self.metrics = registry, store, metrics
+        self.part_events = part_events
         self._cache: dict[str, RunRecord] = {}
         self._matchers: dict[str, Matcher] = {}
+        # the sealed history rows of runs read from the store, until their matcher is restored
+        self._rows: dict[str, list[list]] = {}
         self._dirty: set[str] = set()
         self._active: set[int] | None = None  # None until the first assignment
         self._judges: dict[tuple[str, int], LLMJudge | None] = {}
@@ -59,9 +73,17 @@ class RunBook:
         """The run's record: cached, else read from the store (None for a new run)."""
         rec = self._cache.get(run_id)
         if rec is None:
-            value = self.store.get(run_id)
+            value = self.store.get(head_key(run_id))
             if value is not None:
-                rec = self._cache[run_id] = RunRecord.decode(value)
+                rec = self._cache[run_id] = self._read(RunRecord.decode(value), self.store.get)
+        return rec
+
+    def _read(self, rec: RunRecord, stored: Callable[[str], bytes | dict | None]) -> RunRecord:
+        """`rec`, a head just read, whole again with its parts (`stored`: value by key)."""
+        if rec.parts:
+            rows = joined(rec, [stored(part_key(rec.run_id, k)) for k in range(rec.parts)])
+            if rows:
+                self._rows[rec.run_id] = rows
         return rec
 
     def records(self) -> list[RunRecord]:
@@ -93,7 +115,8 @@ class RunBook:
         matcher = self._matchers.get(rec.run_id)
         if matcher is None:
             model = self.model(rec)
-            matcher = (restore(model, rec.snapshot, self._judge(model))
+            matcher = (restore(model, with_rows(rec.snapshot, self._rows.pop(rec.run_id, [])),
+                               self._judge(model))
                        if rec.snapshot else Matcher(model, self._judge(model)))
             self._matchers[rec.run_id] = matcher
         return matcher
@@ -163,6 +186,7 @@ class RunBook:
     def unlearnable(self, rec: RunRecord) -> None:
         """The run is not learned from (its stream failed it, or it is incomplete)."""
         rec.complete, rec.offsets = False, []
+        rec.sealed[1] = 0
 
     # -- one run's verdicts -----------------------------------------------------------------------
     def give_up(self, rec: RunRecord, reason: str, cause: str) -> Status:
@@ -170,6 +194,7 @@ class RunBook:
         failed = given_up(self.matcher(rec), rec.next_seq - 1 if rec.next_seq else None,
                           reason, cause, rec.run_id, rec.task)
         self._matchers[rec.run_id] = failed
+        rec.sealed[2] = 0  # it keeps no history
         return failed.current
 
     def verdict(self, rec: RunRecord, key: list, record: dict, trigger: int | None) -> None:
@@ -190,7 +215,9 @@ class RunBook:
         """The run's end was fed (at time `at`, if known): its matcher (returned) and
         snapshot are no longer needed, only what late duplicates need is kept."""
         matcher = self._matchers.pop(rec.run_id, None)
+        self._rows.pop(rec.run_id, None)
         rec.snapshot, rec.offsets = None, []
+        rec.sealed[1:] = [0, 0]
         rec.closed_at = at if at is not None else rec.closed_at
         self._dirty.add(rec.run_id)
         return matcher
@@ -223,15 +250,21 @@ class RunBook:
                 continue
             matcher = self._matchers.get(run_id)
             if matcher is not None:
-                rec.snapshot = snapshot(matcher)
-            self.store.put(run_id, rec.partition, rec.encode())
+                if unsealed(rec) >= self.part_events:
+                    rows = [list(row) for row in matcher.history[rec.sealed[2]:]]
+                    self.store.put(part_key(run_id, rec.parts), rec.partition, seal(rec, rows))
+                rec.snapshot = snapshot(matcher, since=rec.sealed[2])
+            self.store.put(head_key(run_id), rec.partition, rec.encode())
 
     def forget(self, rec: RunRecord) -> None:
-        """Drop the run, here and in the store."""
+        """Drop the run, here and in the store (its parts too)."""
         self._cache.pop(rec.run_id, None)
         self._matchers.pop(rec.run_id, None)
+        self._rows.pop(rec.run_id, None)
         self._dirty.discard(rec.run_id)
-        self.store.put(rec.run_id, rec.partition, None)
+        for number in range(rec.parts):
+            self.store.put(part_key(rec.run_id, number), rec.partition, None)
+        self.store.put(head_key(rec.run_id), rec.partition, None)
 
     def revoke(self) -> None:
         """Partitions were taken away: write the runs changed since the last checkpoint and
@@ -239,6 +272,7 @@ class RunBook:
         self.flush()
         self._cache.clear()
         self._matchers.clear()
+        self._rows.clear()
         self._active = set()
 
     def assign(self, partitions: Iterable[int],
@@ -248,16 +282,21 @@ class RunBook:
         self._active = active = set(partitions)
         self._cache.clear()
         self._matchers.clear()
+        self._rows.clear()
         out = Output()
-        for run_id, value in stored:
+        values = dict(stored)
+        for key, value in values.items():
+            if is_part_key(key):  # read with its run's head
+                continue
             try:
                 rec = RunRecord.decode(value)
-            except (ValueError, TypeError):
-                log.warning("run %s: unreadable record in the table, ignored", run_id)
+                if rec.partition not in active:
+                    continue
+                self._cache[rec.run_id] = self._read(rec, values.get)
+            except (ValueError, TypeError) as exc:
+                log.warning("run %s: unreadable record in the table, ignored (%s)", key, exc)
                 continue
-            if rec.partition in active:
-                self._cache[run_id] = rec
-                out.verdicts += [(run_id, record) for record in rec.outbox]
+            out.verdicts += [(rec.run_id, record) for record in rec.outbox]
         self.export_open_runs()
         return out
 
