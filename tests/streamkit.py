@@ -84,6 +84,19 @@ def renamed(events: Iterable[dict], run_id: str) -> list[dict]:
     return [{**event, "run_id": run_id} for event in events]
 
 
+def long_run(run_id: str, count: int, end: bool = False) -> list[dict]:
+    """`count` events of one run of :func:`model`'s task: a screen of text no training run
+    showed, then a click, over and over (and an `end`)."""
+    def body(seq: int) -> dict:
+        if seq == count:
+            return {"kind": "end", "outcome": "success"}
+        if seq % 2:
+            return {"kind": "action", "action": {"type": "click", "target": f"tab {seq % 5}"}}
+        return {"kind": "state", "observation": {"text": f"Screen {seq % 16}\nitem {seq % 3}"}}
+    return [{"v": 1, "run_id": run_id, "task": model().task, "seq": seq, "ts": float(seq),
+             **body(seq)} for seq in range(count + end)]
+
+
 def as_records(events: Iterable[dict], start_offset: int = 0, partition: int = 0,
                pub: float | None = None) -> list[tuple[bytes, bytes, Source]]:
     """(key, value, source) records with consecutive offsets."""

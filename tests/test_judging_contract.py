@@ -1,7 +1,8 @@
 """One contract for every way trustlayer judges a run (River's ``checks/`` style): the
 batch validator, the incremental matcher resumed from a JSON snapshot before every event
 (as the worker resumes after a restart), and the streaming worker's processor fed the
-runs' events as records, interleaved as a fleet publishes them. On the repository's
+runs' events as records, interleaved as a fleet publishes them (also writing the runs in
+parts and reading them back after every record). On the repository's
 examples, its slice of real runs (tests/data: code, network, a conversation) and the real dev
 traces, each gives every run the same final status, reason and cause."""
 from __future__ import annotations

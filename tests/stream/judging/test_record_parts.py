@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 
-from streamkit import as_records, model, processor
+from streamkit import as_records, long_run, processor
 
 from stream.judging.parts import head_key, is_part_key, part_key
 from stream.judging.records import DictStore
@@ -14,16 +14,6 @@ from stream.judging.runbook import RunBook
 from trustlayer.judge.resume import snapshot
 
 PART = 16
-
-
-def long_run(run_id: str, count: int) -> list[dict]:
-    """`count` events of one run: a screen of text, then a click, over and over."""
-    def body(seq: int) -> dict:
-        if seq % 2:
-            return {"kind": "action", "action": {"type": "click", "target": f"tab {seq % 5}"}}
-        return {"kind": "state", "observation": {"text": f"Screen {seq % 16}\nitem {seq % 3}"}}
-    return [{"v": 1, "run_id": run_id, "task": model().task, "seq": seq, "ts": float(seq),
-             **body(seq)} for seq in range(count)]
 
 
 def judged_in_parts(store: DictStore, *runs: list[dict]):
@@ -77,11 +67,7 @@ def test_an_early_event_repeated_after_a_restart_is_compared_with_its_sealed_dig
 
 def test_a_finished_run_leaves_the_store_with_its_parts():
     store = DictStore()
-    events = long_run("long", 3 * PART)
-    end = {**events[-1], "seq": len(events), "kind": "end", "outcome": "success"}
-    end.pop("action", None)
-    end.pop("observation", None)
-    judge = judged_in_parts(store, events + [end])
+    judge = judged_in_parts(store, long_run("long", 3 * PART, end=True))
     judge.silence.tick(wall=judge.runs.record("long").closed_at + 2 * 3600)
     assert dict(store) == {}
 

@@ -22,6 +22,8 @@ from streamkit import (
     await_topic,
     example_events,
     interleave,
+    long_run,
+    model,
     publish_events,
     read_topic,
     renamed,
@@ -33,6 +35,8 @@ from streamkit import (
 from stream.commands.replay import inline_screenshot
 from stream.kafka import clients
 from stream.kafka.processes import free_port
+from trustlayer.judge.matcher import judge_run
+from trustlayer.observe.event_parsing import run_of_events
 
 
 def judge_first_halves(kafka, worker: Worker, topics, app_id: str, runs: list[list[dict]],
@@ -82,6 +86,39 @@ def test_a_killed_worker_restarts_and_every_run_gets_one_final_verdict(kafka, tm
         worker.stop()
     assert int(ready.rsplit("open runs ", 1)[1]) > 0, ready  # it resumed open runs
     check_finals(values, runs)
+
+
+def test_a_long_run_written_in_parts_is_read_back_whole_by_the_next_worker(kafka, tmp_path):
+    """A run of 700 events: the first worker judges 600 (the run's record is sealed in two
+    parts of 256 events in the changelog) and is killed -9; the next one reads the run back
+    from the changelog, judges the rest to the batch verdict, and finds a repeat of seq 3
+    with other content (its digest is in a part)."""
+    prefix, topics, models = setup(kafka, tmp_path)
+    events = long_run(f"{prefix}-long", 700, end=True)
+    app_id = unique("long")
+    worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w1.log")
+    try:
+        worker.wait_ready()
+        publish_events(kafka.bootstrap, topics.events, events[:600])
+        await_committed(kafka.bootstrap, app_id, topics.events, 600)
+        worker.kill()
+        worker = Worker(kafka.bootstrap, prefix, app_id, models, tmp_path / "w2.log")
+        ready = worker.wait_ready(timeout=90)
+        publish_events(kafka.bootstrap, topics.events, events[600:])
+        values = await_topic(kafka.bootstrap, topics.verdicts, all_final([events]), worker,
+                             timeout=90)
+        # seq 3 again, the same (ignored), then with other content (a dead letter)
+        changed = {**events[3], "action": {"type": "click", "target": "elsewhere"}}
+        publish_events(kafka.bootstrap, topics.events, [events[3], changed])
+        dead = await_topic(kafka.bootstrap, topics.dlq, lambda v: len(v) >= 1, worker)
+    finally:
+        worker.stop()
+    assert int(ready.rsplit("open runs ", 1)[1]) == 1, ready
+    [final] = [v for v in values if v["final"]]
+    batch = judge_run(model(), run_of_events(events))
+    assert (final["verdict"], final["reason"]) == (batch.verdict, batch.reason)
+    assert [letter["reason"] for letter in dead] == ["conflicting_duplicate"]
+    assert json.loads(dead[0]["value"])["action"]["target"] == "elsewhere"
 
 
 def test_the_supervisor_starts_a_killed_faust_worker_again(kafka, tmp_path):
