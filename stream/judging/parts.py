@@ -16,7 +16,7 @@ from typing import Any
 
 from stream.judging.records import RunRecord, encoded
 
-#: events sealed in a part: a head holds fewer, about 20 KB
+#: events sealed in a part (a head holds fewer: at most about 20 KB)
 PART_EVENTS = 256
 #: what a part holds, in the order of :attr:`RunRecord.sealed`
 LISTS = ("digests", "offsets", "rows")
@@ -42,10 +42,10 @@ def is_part_key(key: str) -> bool:
 def seal(rec: RunRecord, rows: list[list[Any]]) -> bytes:
     """The run's next part: its digests and offsets not sealed yet and `rows`, the history
     rows from ``rec.sealed[2]`` on; `rec` counts them sealed."""
-    digests, offsets, _ = rec.sealed
+    digests, offsets, rows_before = rec.sealed  # (how many of each are sealed)
     part = {"run_id": rec.run_id, "part": rec.parts, "digests": [digests, rec.digests[digests:]],
-            "offsets": [offsets, rec.offsets[offsets:]], "rows": [rec.sealed[2], rows]}
-    rec.sealed = [len(rec.digests), len(rec.offsets), rec.sealed[2] + len(rows)]
+            "offsets": [offsets, rec.offsets[offsets:]], "rows": [rows_before, rows]}
+    rec.sealed = [len(rec.digests), len(rec.offsets), rows_before + len(rows)]
     rec.parts += 1
     return encoded(part, rec.plain_numbers)
 
