@@ -115,10 +115,11 @@ class RunBook:
         matcher = self._matchers.get(rec.run_id)
         if matcher is None:
             model = self.model(rec)
-            matcher = (restore(model, with_rows(rec.snapshot, self._rows.pop(rec.run_id, [])),
+            matcher = (restore(model, with_rows(rec.snapshot, self._rows.get(rec.run_id, [])),
                                self._judge(model))
                        if rec.snapshot else Matcher(model, self._judge(model)))
             self._matchers[rec.run_id] = matcher
+            self._rows.pop(rec.run_id, None)  # the matcher holds them now
         return matcher
 
     def _judge(self, model: Model) -> LLMJudge | None:
