@@ -25,6 +25,8 @@ class MilestoneProgress:
     status: Status | None
     #: (position, milestones reached) when the status last listed them
     _counted: tuple[int, int] | None = None
+    #: at that position, whether only milestones runs may skip were left
+    _done: bool = False
 
     @property
     def current(self) -> Status:
@@ -91,9 +93,10 @@ class MilestoneProgress:
             self.current.missing = [self.model.name(s) for s in essential[self.position:]
                                     if s not in self.model.soft]
             self.current.coverage = round(len(self.matched_at) / total, 4) if total else 1.0
-        done = self.position >= total \
-            or all(s in self.model.soft for s in essential[self.position:])
-        if done and self._accepted():
+            soft = self.model.soft
+            self._done = self.position >= total \
+                or all(s in soft for s in essential[self.position:])
+        if self._done and self._accepted():
             self.current.status, self.current.code = PASSED, MILESTONES_REACHED
             self.current.reason = passed_sentence(len(self.matched_at), total)
             self.current.details = (f"every essential milestone reached ({len(self.matched_at)} "
