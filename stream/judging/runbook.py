@@ -18,6 +18,7 @@ until :meth:`RunBook.confirm`.
 """
 from __future__ import annotations
 
+import heapq
 import logging
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable
@@ -56,6 +57,13 @@ class RunBook:
         self.registry, self.store, self.metrics = registry, store, metrics
         self.part_events = part_events
         self._cache: dict[str, RunRecord] = {}
+        # what the timer reads at every tick, kept as runs change, so that a tick costs the
+        # open runs, not every finished run kept for its retention: the open runs (in the
+        # cache's order), the finished ones by when they closed (a heap; an entry is stale
+        # once its run closed again later or left), and the partitions of the cached runs
+        self._open: dict[str, RunRecord] = {}
+        self._closed: list[tuple[float, str]] = []
+        self._partitions: Tally = Tally()
         self._matchers: dict[str, Matcher] = {}
         # the sealed history rows of runs read from the store, until their matcher is restored
         self._rows: dict[str, list[list]] = {}
@@ -75,7 +83,17 @@ class RunBook:
         if rec is None:
             value = self.store.get(head_key(run_id))
             if value is not None:
-                rec = self._cache[run_id] = self._read(RunRecord.decode(value), self.store.get)
+                rec = self._cached(self._read(RunRecord.decode(value), self.store.get))
+        return rec
+
+    def _cached(self, rec: RunRecord) -> RunRecord:
+        """`rec`, kept in memory."""
+        self._cache[rec.run_id] = rec
+        self._partitions[rec.partition] += 1
+        if not rec.final:
+            self._open[rec.run_id] = rec
+        elif rec.closed_at is not None:
+            heapq.heappush(self._closed, (rec.closed_at, rec.run_id))
         return rec
 
     def _read(self, rec: RunRecord, stored: Callable[[str], bytes | dict | None]) -> RunRecord:
@@ -90,13 +108,38 @@ class RunBook:
         """The runs held in memory."""
         return list(self._cache.values())
 
+    def open_records(self) -> list[RunRecord]:
+        """The runs held in memory without a final verdict."""
+        return list(self._open.values())
+
+    def partitions(self) -> list[int]:
+        """The partitions of the runs held in memory."""
+        return list(self._partitions)
+
+    def closed_before(self, when: float) -> list[RunRecord]:
+        """The finished runs held in memory that closed before `when` (assigned here, with
+        nothing left in their outbox), taken out of the timer's watch: to forget."""
+        due, kept = [], []
+        while self._closed and self._closed[0][0] < when:
+            closed_at, run_id = entry = heapq.heappop(self._closed)
+            rec = self._cache.get(run_id)
+            if rec is None or rec.closed_at != closed_at:
+                continue  # forgotten, or closed again later (its later entry stands)
+            if rec.outbox or not self.active(rec):
+                kept.append(entry)  # looked at again at the next tick
+            else:
+                due.append(rec)
+        for entry in kept:
+            heapq.heappush(self._closed, entry)
+        return due
+
     def active(self, rec: RunRecord) -> bool:
         """The run's partition is assigned here (all are before the first assignment)."""
         return self._active is None or rec.partition in self._active
 
     def add(self, rec: RunRecord) -> None:
         """A run starts with `rec`."""
-        self._cache[rec.run_id] = rec
+        self._cached(rec)
 
     def model(self, rec: RunRecord) -> Model:
         """The model version the run started with, or the newest one if it is unknown here."""
@@ -211,6 +254,8 @@ class RunBook:
     def finalise(self, rec: RunRecord, at: float) -> None:
         """The run's verdict became final at time `at`."""
         rec.final, rec.closed_at = True, at
+        self._open.pop(rec.run_id, None)
+        heapq.heappush(self._closed, (at, rec.run_id))
 
     def retire(self, rec: RunRecord, at: float | None) -> Matcher | None:
         """The run's end was fed (at time `at`, if known): its matcher (returned) and
@@ -219,7 +264,10 @@ class RunBook:
         self._rows.pop(rec.run_id, None)
         rec.snapshot, rec.offsets = None, []
         rec.sealed[1:] = [0, 0]
-        rec.closed_at = at if at is not None else rec.closed_at
+        if at is not None and at != rec.closed_at:
+            rec.closed_at = at
+            if rec.final:
+                heapq.heappush(self._closed, (at, rec.run_id))
         self._dirty.add(rec.run_id)
         return matcher
 
@@ -259,7 +307,11 @@ class RunBook:
 
     def forget(self, rec: RunRecord) -> None:
         """Drop the run, here and in the store (its parts too)."""
-        self._cache.pop(rec.run_id, None)
+        if self._cache.pop(rec.run_id, None) is not None:
+            self._partitions[rec.partition] -= 1
+            if not self._partitions[rec.partition]:
+                del self._partitions[rec.partition]
+        self._open.pop(rec.run_id, None)
         self._matchers.pop(rec.run_id, None)
         self._rows.pop(rec.run_id, None)
         self._dirty.discard(rec.run_id)
@@ -271,19 +323,21 @@ class RunBook:
         """Partitions were taken away: write the runs changed since the last checkpoint and
         forget the cached runs (the store keeps them)."""
         self.flush()
-        self._cache.clear()
-        self._matchers.clear()
-        self._rows.clear()
+        self._forget_all()
         self._active = set()
+
+    def _forget_all(self) -> None:
+        """Drop every run held in memory (the store keeps them)."""
+        for held in (self._cache, self._matchers, self._rows, self._open, self._partitions):
+            held.clear()
+        self._closed = []
 
     def assign(self, partitions: Iterable[int],
                stored: Iterable[tuple[str, bytes | dict]]) -> Output:
         """The table was recovered for `partitions`: load their runs from `stored` (key,
         value) pairs and return the outboxes still to send."""
         self._active = active = set(partitions)
-        self._cache.clear()
-        self._matchers.clear()
-        self._rows.clear()
+        self._forget_all()
         out = Output()
         values = dict(stored)
         for key, value in values.items():
@@ -293,7 +347,7 @@ class RunBook:
                 rec = RunRecord.decode(value)
                 if rec.partition not in active:
                     continue
-                self._cache[rec.run_id] = self._read(rec, values.get)
+                self._cached(self._read(rec, values.get))
             except (ValueError, TypeError) as exc:
                 log.warning("run %s: unreadable record in the table, ignored (%s)", key, exc)
                 continue
@@ -303,7 +357,7 @@ class RunBook:
 
     def open_runs(self) -> Tally:
         """Runs without a final verdict, by task."""
-        return Tally(rec.task for rec in self._cache.values() if not rec.final)
+        return Tally(rec.task for rec in self._open.values())
 
     def export_open_runs(self) -> None:
         counts = self.open_runs()

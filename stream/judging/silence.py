@@ -48,18 +48,15 @@ class Silence:
         wall = self.clock() if wall is None else wall
         out = Output()
         runs = self.runs
-        for partition in {rec.partition for rec in runs.records()}:
+        for partition in runs.partitions():
             if fetched(partition):
                 self.reachable_since.setdefault(partition, wall)
             else:
                 self.reachable_since.pop(partition, None)
-        for rec in runs.records():
+        for rec in runs.closed_before(wall - self.settings.retention):
+            runs.forget(rec)
+        for rec in runs.open_records():
             if not runs.active(rec):
-                continue
-            if rec.final:
-                if rec.closed_at is not None and wall - rec.closed_at > self.settings.retention \
-                        and not rec.outbox:
-                    runs.forget(rec)
                 continue
             since = self.reachable_since.get(rec.partition)
             if since is None or not caught_up(rec.partition):

@@ -1,0 +1,67 @@
+"""What the worker's timer costs as finished runs pile up: a run stays for ``retention`` (an
+hour) after its end, so a worker judging 400 runs a second keeps over a million. One tick of
+the timer (deadlines, missing events, ends that never came; forgetting runs whose retention
+passed) over 100 open runs, with 0 and with N finished runs kept; printed: the tick's mean
+time and the ratio N ÷ 0 (goal <= 1.5: a tick costs the open runs, not what was seen).
+
+    .venv/bin/python benchmarks/retained_runs.py [--finished N]
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+
+from goals import goal
+from stream_workloads import EXAMPLES, text_only
+
+from stream.commands.replay import read_events
+from stream.judging.processor import StreamProcessor
+from stream.judging.records import DictStore, Source
+from stream.judging.settings import WorkerSettings
+from stream.models.registry import ModelRegistry
+from trustlayer.learn.learner import learn
+from trustlayer.observe.event_parsing import run_of_events
+
+OPEN, TICKS, PUB = 100, 200, 1000.0
+
+
+def timer_with(finished: int) -> float:
+    """Seconds a tick takes over OPEN open runs and `finished` finished ones."""
+    train = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "train"], "path")]
+    registry = ModelRegistry()
+    registry.add(learn([run_of_events(run) for run in train]))
+    processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
+    run = [text_only(e) for e in read_events([EXAMPLES / "test"], "path")[0]]
+    records = [(f"{name}-{k}".encode(), json.dumps({**e, "run_id": f"{name}-{k}"}).encode(),
+                Source(0, 0, PUB))
+               for name, count, events in (("open", OPEN, run[:3]), ("done", 1, run))
+               for k in range(count) for e in events]
+    if processor.process_batch(records).dlq:
+        raise RuntimeError("records were refused")
+    done = processor.runs.record("done-0")
+    assert done is not None and done.final
+    for k in range(1, finished):  # copies of the finished run: judging each costs minutes
+        processor.runs.add(dataclasses.replace(done, run_id=f"done-{k}"))
+    if not finished:
+        processor.runs.forget(done)
+    start = time.perf_counter()
+    for tick in range(TICKS):
+        processor.silence.tick(PUB + 1 + tick / TICKS)
+    return (time.perf_counter() - start) / TICKS
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--finished", type=int, default=100_000,
+                        help="finished runs kept (400 runs/s for 250 s)")
+    count = parser.parse_args().finished
+    alone, kept = timer_with(0), timer_with(count)
+    print(f"a tick over {OPEN} open runs: {alone * 1e3:.2f} ms alone, {kept * 1e3:.2f} ms with "
+          f"{count:,} finished runs kept")
+    print(f"with ÷ alone = {kept / alone:.2f} {goal(kept / alone, '<=', 1.5)}")
+
+
+if __name__ == "__main__":
+    main()
