@@ -22,6 +22,7 @@ from stream.judging.runbook import RunBook
 from stream.judging.settings import WorkerSettings
 from trustlayer.judge.deadlines import learned_silence
 from trustlayer.judge.status import AT_RISK, Status
+from trustlayer.model import Model
 
 
 class Silence:
@@ -32,6 +33,7 @@ class Silence:
         self.runs, self.emitter, self.settings, self.clock = runs, emitter, settings, clock
         #: partition -> since when its fetches have succeeded without a break
         self.reachable_since: dict[int, float] = {}
+        self._silences: dict[int, tuple[Model, float]] = {}  # id -> (model, its silence)
 
     def tick(self, wall: float | None = None,
              caught_up: Callable[[int], bool] = lambda partition: True,
@@ -84,14 +86,15 @@ class Silence:
         would (its ``ts`` shows the delay), and none within the end silence ends it
         ``incomplete`` (cause ``stream_fault``), never a product bug for an outage."""
         matcher = self.runs.matcher(rec)
-        if matcher.status is None or matcher.status.final:
+        if matcher.late(now) is None:  # (most ticks: the copy below costs four times this)
             return None
+        status = matcher.current
         probe = copy.copy(matcher)  # the core's deadline rule, asked on a copy of the status
-        probe.status = replace(matcher.status, missing=list(matcher.status.missing))
+        probe.status = replace(status, missing=list(status.missing))
         late = probe.tick(now)
         if late is None or not late.final:
             return None
-        at_risk = replace(matcher.status, status=AT_RISK, code=late.code, details=late.details,
+        at_risk = replace(status, status=AT_RISK, code=late.code, details=late.details,
                           reason=f"no event for {silent:.0f} s after seq {rec.next_seq - 1}: "
                                  f"{late.details} (the product, the agent, the runner or the "
                                  "broker is late: the next event decides)")
@@ -103,7 +106,11 @@ class Silence:
         ``incomplete``: ``settings.end_silence``, else :func:`learned_silence` of its model."""
         if self.settings.end_silence is not None:
             return self.settings.end_silence
-        return learned_silence(self.runs.model(rec))
+        model = self.runs.model(rec)
+        known = self._silences.get(id(model))
+        if known is None or known[0] is not model:  # (it reads all the model's timing)
+            known = self._silences[id(model)] = (model, learned_silence(model))
+        return known[1]
 
     def reset(self) -> None:
         """Partitions were assigned: every one's silence counts from its first fetch here."""

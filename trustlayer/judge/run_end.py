@@ -142,13 +142,19 @@ class RunEnd(MilestoneProgress):
                           entry.seq)
         return Reason(sign.code, sign.expected, sign.shown, last)
 
-    def tick(self, now: float) -> Status | None:
-        """Fail the run if a learned deadline has passed at time `now` (the stream's timer:
-        :func:`~trustlayer.judge.deadlines.overdue`)."""
+    def late(self, now: float) -> tuple[Reason, str] | None:
+        """The learned deadline passed at time `now` for a run not final nor passed, if
+        any (:func:`~trustlayer.judge.deadlines.overdue`): what :meth:`tick` fails the run
+        for, the run left as it is."""
         if self.status is None or self.status.final or self.status.status == PASSED \
                 or self.start_ts is None:
-            return self.status
-        late = overdue(self.model, self.history, self.position, self.start_ts, now)
+            return None
+        return overdue(self.model, self.history, self.position, self.start_ts, now)
+
+    def tick(self, now: float) -> Status | None:
+        """Fail the run if a learned deadline has passed at time `now` (the stream's timer:
+        :meth:`late`)."""
+        late = self.late(now)
         if late is not None:
             self._fail("product_bug", *late)
         return self.status
