@@ -18,7 +18,6 @@ until :meth:`RunBook.confirm`.
 """
 from __future__ import annotations
 
-import heapq
 import logging
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable
@@ -34,6 +33,7 @@ from stream.judging.parts import (
     unsealed,
 )
 from stream.judging.records import Held, Output, RunRecord, Sent, Store, event_digest
+from stream.judging.run_watch import RunWatch
 from stream.models.attest import CHAIN_START, attested_by, canonical, chain_link
 from stream.models.registry import ModelRegistry
 from trustlayer.compare.llm import LLMJudge, judge_for
@@ -57,13 +57,7 @@ class RunBook:
         self.registry, self.store, self.metrics = registry, store, metrics
         self.part_events = part_events
         self._cache: dict[str, RunRecord] = {}
-        # what the timer reads at every tick, kept as runs change, so that a tick costs the
-        # open runs, not every finished run kept for its retention: the open runs (in the
-        # cache's order), the finished ones by when they closed (a heap; an entry is stale
-        # once its run closed again later or left), and the partitions of the cached runs
-        self._open: dict[str, RunRecord] = {}
-        self._closed: list[tuple[float, str]] = []
-        self._partitions: Tally = Tally()
+        self._watch = RunWatch()  # the cached runs as the timer reads them
         self._matchers: dict[str, Matcher] = {}
         # the sealed history rows of runs read from the store, until their matcher is restored
         self._rows: dict[str, list[list]] = {}
@@ -89,11 +83,7 @@ class RunBook:
     def _cached(self, rec: RunRecord) -> RunRecord:
         """`rec`, kept in memory."""
         self._cache[rec.run_id] = rec
-        self._partitions[rec.partition] += 1
-        if not rec.final:
-            self._open[rec.run_id] = rec
-        elif rec.closed_at is not None:
-            heapq.heappush(self._closed, (rec.closed_at, rec.run_id))
+        self._watch.held(rec)
         return rec
 
     def _read(self, rec: RunRecord, stored: Callable[[str], bytes | dict | None]) -> RunRecord:
@@ -110,28 +100,17 @@ class RunBook:
 
     def open_records(self) -> list[RunRecord]:
         """The runs held in memory without a final verdict."""
-        return list(self._open.values())
+        return list(self._watch.open.values())
 
     def partitions(self) -> list[int]:
         """The partitions of the runs held in memory."""
-        return list(self._partitions)
+        return self._watch.partitions()
 
     def closed_before(self, when: float) -> list[RunRecord]:
-        """The finished runs held in memory that closed before `when` (assigned here, with
-        nothing left in their outbox), taken out of the timer's watch: to forget."""
-        due, kept = [], []
-        while self._closed and self._closed[0][0] < when:
-            closed_at, run_id = entry = heapq.heappop(self._closed)
-            rec = self._cache.get(run_id)
-            if rec is None or rec.closed_at != closed_at:
-                continue  # forgotten, or closed again later (its later entry stands)
-            if rec.outbox or not self.active(rec):
-                kept.append(entry)  # looked at again at the next tick
-            else:
-                due.append(rec)
-        for entry in kept:
-            heapq.heappush(self._closed, entry)
-        return due
+        """The finished runs held in memory that closed before `when`, assigned here and
+        with nothing left in their outbox (those are looked at again next time): to forget."""
+        return self._watch.closed_before(when, self._cache,
+                                         lambda rec: bool(rec.outbox) or not self.active(rec))
 
     def active(self, rec: RunRecord) -> bool:
         """The run's partition is assigned here (all are before the first assignment)."""
@@ -254,8 +233,7 @@ class RunBook:
     def finalise(self, rec: RunRecord, at: float) -> None:
         """The run's verdict became final at time `at`."""
         rec.final, rec.closed_at = True, at
-        self._open.pop(rec.run_id, None)
-        heapq.heappush(self._closed, (at, rec.run_id))
+        self._watch.closed(rec, at)
 
     def retire(self, rec: RunRecord, at: float | None) -> Matcher | None:
         """The run's end was fed (at time `at`, if known): its matcher (returned) and
@@ -267,7 +245,7 @@ class RunBook:
         if at is not None and at != rec.closed_at:
             rec.closed_at = at
             if rec.final:
-                heapq.heappush(self._closed, (at, rec.run_id))
+                self._watch.closed(rec, at)
         self._dirty.add(rec.run_id)
         return matcher
 
@@ -308,10 +286,7 @@ class RunBook:
     def forget(self, rec: RunRecord) -> None:
         """Drop the run, here and in the store (its parts too)."""
         if self._cache.pop(rec.run_id, None) is not None:
-            self._partitions[rec.partition] -= 1
-            if not self._partitions[rec.partition]:
-                del self._partitions[rec.partition]
-        self._open.pop(rec.run_id, None)
+            self._watch.dropped(rec)
         self._matchers.pop(rec.run_id, None)
         self._rows.pop(rec.run_id, None)
         self._dirty.discard(rec.run_id)
@@ -328,9 +303,8 @@ class RunBook:
 
     def _forget_all(self) -> None:
         """Drop every run held in memory (the store keeps them)."""
-        for held in (self._cache, self._matchers, self._rows, self._open, self._partitions):
+        for held in (self._cache, self._matchers, self._rows, self._watch):
             held.clear()
-        self._closed = []
 
     def assign(self, partitions: Iterable[int],
                stored: Iterable[tuple[str, bytes | dict]]) -> Output:
@@ -357,7 +331,7 @@ class RunBook:
 
     def open_runs(self) -> Tally:
         """Runs without a final verdict, by task."""
-        return Tally(rec.task for rec in self._open.values())
+        return Tally(rec.task for rec in self._watch.open.values())
 
     def export_open_runs(self) -> None:
         counts = self.open_runs()
