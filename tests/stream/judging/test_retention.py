@@ -50,3 +50,20 @@ def test_a_finished_run_whose_timer_verdict_was_not_delivered_stays_until_it_is(
     p.runs.confirm("silent", rec.outbox)
     p.silence.tick(rec.closed_at + RETENTION + 2)
     assert "silent" not in store and p.runs.records() == []
+
+
+def test_a_run_final_before_its_end_is_kept_from_its_end():
+    """A run failed for good mid-run (too long) closes then, and again when its end comes:
+    its retention counts from the end."""
+    store = DictStore()
+    p = processor(store, retention=RETENTION, max_run_events=10)
+    events = renamed(example_events()[1], "long")
+    p.process_batch(as_records(events[:12], pub=1000.0))
+    assert p.runs.record("long").final and p.runs.record("long").closed_at == 1000.0
+    p.process_batch(as_records(events[12:], start_offset=12, pub=1500.0))
+    p.runs.flush()
+    assert p.runs.record("long").closed_at == 1500.0
+    p.silence.tick(1000.0 + RETENTION + 1)
+    assert "long" in store
+    p.silence.tick(1500.0 + RETENTION + 1)
+    assert "long" not in store
