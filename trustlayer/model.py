@@ -11,10 +11,12 @@ import base64
 import errno
 import hashlib
 import json
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from functools import cached_property
+from functools import cached_property, wraps
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -319,3 +321,24 @@ the finished work, met in another shape too), ``required_outputs`` (tool calls e
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Model) and self.to_json() == other.to_json()
+
+
+T = TypeVar("T")
+
+
+def per_model(work_out: Callable[[Model], T]) -> Callable[[Model], T]:
+    """`work_out(model)` done once per model and remembered: a model is not changed once
+    learned (:func:`trustlayer.learn.learner.with_negatives` makes a new one). The values
+    are kept beside the models, by id, not on them (a model holds what was learned, no
+    caches), and each is dropped with its model."""
+    known: dict[int, T] = {}
+
+    @wraps(work_out)
+    def remembered(model: Model) -> T:
+        try:
+            return known[id(model)]
+        except KeyError:
+            weakref.finalize(model, known.pop, id(model), None)
+            value = known[id(model)] = work_out(model)
+            return value
+    return remembered

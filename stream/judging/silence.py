@@ -22,7 +22,6 @@ from stream.judging.runbook import RunBook
 from stream.judging.settings import WorkerSettings
 from trustlayer.judge.deadlines import learned_silence
 from trustlayer.judge.status import AT_RISK, Status
-from trustlayer.model import Model
 
 
 class Silence:
@@ -33,7 +32,6 @@ class Silence:
         self.runs, self.emitter, self.settings, self.clock = runs, emitter, settings, clock
         #: partition -> since when its fetches have succeeded without a break
         self.reachable_since: dict[int, float] = {}
-        self._silences: dict[int, tuple[Model, float]] = {}  # id -> (model, its silence)
 
     def tick(self, wall: float | None = None,
              caught_up: Callable[[int], bool] = lambda partition: True,
@@ -106,11 +104,7 @@ class Silence:
         ``incomplete``: ``settings.end_silence``, else :func:`learned_silence` of its model."""
         if self.settings.end_silence is not None:
             return self.settings.end_silence
-        model = self.runs.model(rec)
-        known = self._silences.get(id(model))
-        if known is None or known[0] is not model:  # (it reads all the model's timing)
-            known = self._silences[id(model)] = (model, learned_silence(model))
-        return known[1]
+        return learned_silence(self.runs.model(rec))
 
     def reset(self) -> None:
         """Partitions were assigned: every one's silence counts from its first fetch here."""

@@ -8,13 +8,12 @@ tiers of :mod:`trustlayer.compare.equivalence` then verify the few candidates.
 """
 from __future__ import annotations
 
-import weakref
 from collections import Counter
 from collections.abc import Iterable
 from typing import TypeVar
 
 from trustlayer.compare.visual import hamming
-from trustlayer.model import Model
+from trustlayer.model import Model, per_model
 from trustlayer.observe.canonical import PLACE_PREFIXES
 from trustlayer.observe.fingerprints import Fingerprint
 from trustlayer.observe.profile_set import ProfileSet
@@ -208,9 +207,6 @@ def _optional_lines(model: Model) -> tuple[list[str], list[bool]]:
     return lines, [False] * len(lines)
 
 
-#: Each live model's index, by the model's id: kept here, not on the model (a model holds
-#: what was learned, no caches), and dropped when the model is.
-_INDEXES: dict[int, StateIndex] = {}
 
 
 Found = TypeVar("Found")
@@ -229,11 +225,7 @@ def remembered(store: dict[tuple[object, ...], Found], key: tuple[object, ...], 
     return found
 
 
+@per_model
 def index_of(model: Model) -> StateIndex:
-    """The model's index, built once per model (a model is not changed once learned:
-    :func:`trustlayer.learn.learner.with_negatives` makes a new one)."""
-    index = _INDEXES.get(id(model))
-    if index is None:
-        weakref.finalize(model, _INDEXES.pop, id(model), None)
-        index = _INDEXES[id(model)] = StateIndex(model)
-    return index
+    """The model's index, built once per model."""
+    return StateIndex(model)

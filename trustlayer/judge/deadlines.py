@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from trustlayer.judge.history import Observed
 from trustlayer.judge.reasons import DEADLINE, Reason, quoted
-from trustlayer.model import Model
+from trustlayer.model import Model, per_model
 
 #: A deadline needs this many timed observations from successful runs (fewer: none).
 DEADLINE_MIN_OBSERVATIONS = 3
@@ -66,6 +66,7 @@ def overdue(model: Model, history: Sequence[Observed], position: int, start_ts: 
     return None
 
 
+@per_model  # (the streaming worker's timer asks it of every open run at every tick)
 def learned_silence(model: Model) -> float:
     """How long a run of `model` may go without events before it counts as abandoned: the
     model's ``deadline_factor`` times the longest any successful run took to reach a
