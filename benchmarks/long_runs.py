@@ -1,31 +1,30 @@
-"""What an event costs the worker as its run grows: one run of scale.py's kind (a screen of
-text, then a click) fed to the processor an event at a time, its record written after each
-event (a runner sending about an event per checkpoint). Printed at 256, 1,000, 5,000 and
-10,000 events: the bytes the store holds for the run, the bytes its last checkpoint wrote,
-and the mean cost of an event, judged and written, over the 256 events before; then that
-cost at the last mark ÷ at the first (goal <= 1.5: the work per event does not grow with
-the run, stream.judging.parts).
+"""What an event costs the worker as its run grows: one run of the tests' kind
+(``streamkit.long_run``: a screen of text, then a click) fed to the processor an event at a
+time, its record written after each event (a runner sending about an event per checkpoint).
+Printed at 256, 1,000, 5,000 and 10,000 events: the bytes the store holds for the run, the
+bytes its last checkpoint wrote, and the mean cost of an event, judged and written, over the
+256 events before; then that cost at the last mark ÷ at the first (goal <= 1.5: the work per
+event does not grow with the run, stream.judging.parts).
 
     .venv/bin/python benchmarks/long_runs.py [--events N]
 """
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from goals import goal
 
 from stream.judging.processor import StreamProcessor
-from stream.judging.records import DictStore, Output, Source
+from stream.judging.records import DictStore, Output
 from stream.judging.settings import WorkerSettings
 from stream.models.registry import ModelRegistry
-from trustlayer.learn.learner import learn
-from trustlayer.observe.traces import read_runs
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from streamkit import as_records, long_run, model  # the tests' long run, on their model
+
 WINDOW = 256
 
 
@@ -39,26 +38,12 @@ class CountedStore(DictStore):
         super().put(key, partition, value)
 
 
-def records(task: str, count: int) -> Iterator[tuple[bytes, bytes, Source]]:
-    """The run's `count` events as records of one partition."""
-    for seq in range(count):
-        if seq % 2:
-            body: dict = {"kind": "action",
-                          "action": {"type": "click", "target": f"tab {seq % 5}"}}
-        else:
-            body = {"kind": "state",
-                    "observation": {"text": f"Screen {seq % 16}\nitem {seq % 3}"}}
-        event = {"v": 1, "run_id": "long", "task": task, "seq": seq, "ts": float(seq), **body}
-        yield b"long", json.dumps(event).encode(), Source(0, seq, 0.0)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000, help="the run's length")
     count = parser.parse_args().events
-    model = learn(read_runs([REPO / "examples" / "jupyter" / "train"]))
     registry = ModelRegistry()
-    registry.add(model)
+    registry.add(model())
     store = CountedStore()
     # limits off: this run is long on purpose
     settings = WorkerSettings(refine=False, max_run_events=count + 1,
@@ -70,7 +55,8 @@ def main() -> None:
     print(f"one run of {count:,} events, its record written after each event")
     print(f"  {'events':>7}  {'the store holds':>17}  {'last write':>10}  an event (mean of the "
           f"{WINDOW} before)")
-    for seq, (key, value, source) in enumerate(records(model.task, count), start=1):
+    for seq, (key, value, source) in enumerate(as_records(long_run("long", count), pub=0.0),
+                                               start=1):
         start = time.perf_counter()
         processor.process(key, value, source, out)
         before = store.written
