@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 
-from streamkit import as_records, long_run, processor
+from streamkit import as_records, interleave, long_run, processor
 
 from stream.judging.parts import head_key, is_part_key, part_key
 from stream.judging.records import DictStore
@@ -21,8 +21,7 @@ def judged_in_parts(store: DictStore, *runs: list[dict]):
     time, each run written after each of its records."""
     judge = processor(store, refine=False)
     judge.runs.part_events = PART
-    events = [event for group in zip(*runs) for event in group]
-    for record in as_records(events):
+    for record in as_records(interleave(list(runs))):
         judge.process_batch([record])
         judge.runs.flush()
         head = json.loads(store[head_key(record[0].decode())])
