@@ -9,7 +9,6 @@ kind. Field lists come from the dataclasses in :mod:`trustlayer.model` and
 """
 from __future__ import annotations
 
-import base64
 import binascii
 import math
 import re
@@ -21,6 +20,7 @@ from trustlayer.errors import ModelError
 from trustlayer.graph_marks import START, SUCCESS
 from trustlayer.observe.json_fit import json_problem
 from trustlayer.settings import LLMSettings, Settings
+from trustlayer.strict_base64 import strict_b64decode
 
 HEX64, HEX16 = re.compile(r"[0-9a-f]{64}"), re.compile(r"[0-9a-f]{16}")
 CAUSES = (None, "product_bug", "agent_error")
@@ -85,7 +85,7 @@ def _ids(value: Any, where: str, known: Iterable[str]) -> list[str]:
 def _base64(value: Any, where: str, length: int) -> None:
     _typed(value, str, where)
     try:
-        data = base64.b64decode(value, validate=True)
+        data = strict_b64decode(value)
     except (binascii.Error, ValueError):
         raise _fail(where, "must be base64") from None
     if len(data) != length:

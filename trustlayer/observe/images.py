@@ -4,7 +4,6 @@ limit, from its header only) and decoded only when a fingerprint needs their pix
 screenshots the runner fingerprinted itself (``screenshot_fingerprint``)."""
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 import io
@@ -25,6 +24,7 @@ from trustlayer.errors import (
 )
 from trustlayer.observe.regular import NotReadable, read_regular
 from trustlayer.settings import Settings
+from trustlayer.strict_base64 import strict_b64decode
 
 HEX64, HEX16 = re.compile(r"[0-9a-f]{64}"), re.compile(r"[0-9a-f]{16}")
 IMAGE_FORMATS = ("PNG", "JPEG", "WEBP")
@@ -123,7 +123,7 @@ def parse_screenshot_print(obj: Any, settings: Settings, source: str,
     if not isinstance(phash, str) or not HEX16.fullmatch(phash):
         raise TraceError(f"{name}.phash must be 16 lowercase hex digits", source, line)
     try:
-        pixels = base64.b64decode(thumbnail if isinstance(thumbnail, str) else b"?", validate=True)
+        pixels = strict_b64decode(thumbnail if isinstance(thumbnail, str) else b"?")
     except (binascii.Error, ValueError):
         raise TraceError(f"{name}.thumbnail must be base64", source, line) from None
     size = settings.thumbnail_size
@@ -162,7 +162,7 @@ def load_image(ref: str, base_dir: Path | None, settings: Settings, source: str,
                              f"over the limit of {settings.max_image_bytes} (setting "
                              "max_image_bytes)", source, line, IMAGE_TOO_LARGE)
         try:
-            data = base64.b64decode(payload, validate=True)
+            data = strict_b64decode(payload)
         except (binascii.Error, ValueError):
             raise TraceError("screenshot data URI is not valid base64", source, line,
                              BAD_IMAGE) from None

@@ -8,7 +8,6 @@ agent's release (``gen_ai.agent.version``, else ``service.version``) in
 ``meta.agent_version`` of every event."""
 from __future__ import annotations
 
-import base64
 import binascii
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,6 +19,7 @@ from trustlayer.otel.conventions import SERVICE_VERSION, Step, run_key, step_of
 from trustlayer.otel.otlp import Span, otlp_files, read_spans
 from trustlayer.runner.conversions import run_ids, tool_call
 from trustlayer.runner.events import EventBuilder
+from trustlayer.strict_base64 import strict_b64decode
 
 OUTCOME_ATTRIBUTE = "trustlayer.outcome"  # a runner may record the ground truth on the agent span
 
@@ -39,7 +39,7 @@ def group_runs(spans: Iterable[Span]) -> dict[str, list[Span]]:
 
 def _image(uri: str, span: Span) -> bytes:
     try:
-        return base64.b64decode(uri.partition(",")[2], validate=True)
+        return strict_b64decode(uri.partition(",")[2])
     except (binascii.Error, ValueError):
         raise TraceError(f"span '{span.name}': image is not valid base64", span.source,
                          span.line) from None

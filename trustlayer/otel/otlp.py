@@ -5,7 +5,6 @@ OTLP/JSON hex or as protobuf-JSON base64; every problem is a
 :class:`~trustlayer.errors.TraceError` naming the file and line."""
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 from collections.abc import Iterable, Iterator
@@ -15,6 +14,7 @@ from typing import Any
 
 from trustlayer.errors import TraceError
 from trustlayer.observe.regular import NotReadable, read_regular
+from trustlayer.strict_base64 import strict_b64decode
 
 STATUS_ERROR = 2  # Status.code of a span that failed
 
@@ -86,7 +86,7 @@ def hex_id(text: str, size: int) -> str:
         int(text, 16)  # a ValueError for a malformed id
         return text.lower()
     try:
-        raw = base64.b64decode(text, validate=True)
+        raw = strict_b64decode(text)
     except binascii.Error:
         raise ValueError(f"id '{text[:40]}' is neither hex nor base64") from None
     if len(raw) != size:
