@@ -42,7 +42,15 @@ from stream.deadletter import Rejected
 from stream.judging.emitter import Emitter
 from stream.judging.events import Decoded, decode_event
 from stream.judging.metrics import Metrics
-from stream.judging.records import Held, Output, RunRecord, Source, Store, event_digest
+from stream.judging.records import (
+    Held,
+    Output,
+    RunRecord,
+    Source,
+    Store,
+    digest_of_same,
+    event_digest,
+)
 from stream.judging.runbook import RunBook
 from stream.judging.settings import WorkerSettings
 from stream.judging.shadow import ShadowTrials
@@ -205,7 +213,7 @@ class StreamProcessor:
         held = rec.held.get(str(event.seq))
         known = event_digest(canonical(held.event)) if held else \
             rec.digests[event.seq] if event.seq < len(rec.digests) else None
-        if known is None or known == event_digest(decoded.body or canonical(obj)):
+        if known is None or digest_of_same(known, decoded.body or canonical(obj)):
             return
         self.runs.took(rec, source.offset)
         reused = event.seq == 0

@@ -4,6 +4,7 @@ letters, and the run's verdict is final with cause ``stream_fault`` (never the a
 the product's); keys must be the run_id in valid UTF-8 exactly."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -11,7 +12,8 @@ from brokenimages import BREAKAGES, BROKEN_SEQ, broken_run
 from streamkit import as_records, batch_verdicts, example_events, finals, model, processor, renamed
 
 from stream.commands.replay import read_events
-from stream.judging.records import Output, Source
+from stream.judging.records import DictStore, Output, Source
+from stream.models.attest import canonical
 from trustlayer.judge.matcher import judge_run
 from trustlayer.observe.traces import read_run
 
@@ -90,3 +92,23 @@ def test_a_key_must_be_the_run_id_in_valid_utf8_exactly():
     assert [record["reason"] for _, record in out.dlq] == ["wrong_key", "wrong_key"]
     # only the exact key started the run
     assert [rec.run_id for rec in proc.runs.records()] == ["k\ufffd"]
+
+
+def test_a_record_written_before_the_digest_changed_still_knows_its_events():
+    """A record in the changelog holds the BLAKE2b digests of the workers before
+    ``event_digest`` became SHA-256: a repeat of its event is still ignored, other content
+    still refused."""
+    store = DictStore()
+    events = events_of(PASSING, "upgraded")
+    first = processor(store)
+    first.process_batch(as_records(events[:5]))
+    first.runs.flush()
+    record = json.loads(store["upgraded"])
+    record["digests"] = [hashlib.blake2b(canonical(e), digest_size=8).hexdigest()
+                         for e in events[:5]]
+    store["upgraded"] = json.dumps(record).encode()
+    again = processor(store)
+    assert again.process_batch(as_records([events[3]], start_offset=5)).dlq == []
+    other = {**events[3], "action": {"type": "key", "value": "Escape"}}
+    out = again.process_batch(as_records([other], start_offset=6))
+    assert [letter["reason"] for _, letter in out.dlq] == ["conflicting_duplicate"]
