@@ -1,6 +1,12 @@
-"""What the streaming worker's processor costs without a broker: a text event whose run is
-written to the table after every event, against ``json.loads`` of it, and a screenshot
-event against a PNG decode of its frame."""
+"""What the streaming worker's processor costs without a broker: a text event in batches of
+500 (each run written once per batch, as a busy worker does) and one whose run is written to
+the table after every event, against ``json.loads`` of it, and a screenshot event against a
+PNG decode of its frame. ``stream_throughput.py`` prints these beside the broker's figures;
+run alone (about 30 s, no broker) it prints them in the same run, for a change to the
+processor:
+
+    .venv/bin/python benchmarks/processor_costs.py
+"""
 from __future__ import annotations
 
 import base64
@@ -8,10 +14,10 @@ import io
 import json
 import time
 
-from PIL import Image
-
 # the benchmark modules put the repository on sys.path for the imports below them
-from stream_workloads import EXAMPLES, copies
+from goals import goal
+from PIL import Image
+from stream_workloads import EXAMPLES, copies, text_only
 
 from stream.commands.replay import read_events
 from stream.commands.replay import round_robin as interleave
@@ -38,6 +44,28 @@ def processing_cost(registry: ModelRegistry, runs: list[list[dict]]) -> float:
     processor.process_batch(records)
     processor.runs.flush()
     return time.perf_counter() - start
+
+
+def batched_cost(model: Model, runs: list[list[dict]], batch: int = 500) -> tuple[float, float]:
+    """(us per event in the processor fed `runs`' events in batches of `batch`, each run
+    written once per batch; us of json.loads of the same event), best of four fleets of
+    `runs`' copies after one that fills the memos."""
+    registry = ModelRegistry()
+    registry.add(model)
+    processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
+    times = []
+    for tag in ("warm", "t1", "t2", "t3", "t4"):
+        records = _records(copies(runs, 200, tag))
+        start = time.perf_counter()
+        for first in range(0, len(records), batch):
+            if processor.process_batch(records[first:first + batch]).dlq:
+                raise RuntimeError(f"records of fleet {tag} were refused")
+            processor.runs.flush()
+        times.append((time.perf_counter() - start) / len(records))
+    start = time.perf_counter()
+    for _, value, _ in records:
+        json.loads(value)
+    return min(times[1:]) * 1e6, (time.perf_counter() - start) / len(records) * 1e6
 
 
 def written_per_event_cost(model: Model, runs: list[list[dict]]) -> tuple[float, float]:
@@ -85,3 +113,23 @@ def screenshot_cost() -> tuple[float, float, float]:
     per_event = processing_cost(registry, test) / len(frames)
     printed = processing_cost(registry, read_events([EXAMPLES / "test"], "fingerprint"))
     return per_event * 1000, printed / len(frames) * 1000, decode * 1000
+
+
+def report(model: Model, runs: list[list[dict]]) -> list[str]:
+    """The figures above as printed, `model` judging the text events of `runs`."""
+    batched, read = batched_cost(model, runs)
+    written, read_one = written_per_event_cost(model, runs)
+    per_event, printed, decode = screenshot_cost()
+    return [f"text/a11y event in batches of 500: {batched:.0f} us = {batched / read:.1f}x "
+            "json.loads of it",
+            f"text/a11y event written after every event: {written:.0f} us = "
+            f"{written / read_one:.1f}x json.loads of it",
+            f"screenshot event {per_event:.2f} ms / PNG decode {decode:.2f} ms = "
+            f"{per_event / decode:.2f} {goal(per_event / decode, '<=', 0.5)}",
+            f"fingerprinted by the runner {printed:.2f} ms / PNG decode = "
+            f"{printed / decode:.2f} {goal(printed / decode, '<=', 0.5)}"]
+
+if __name__ == "__main__":
+    train = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "train"])]
+    test = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "test"])]
+    print("\n".join(report(learn([run_of_events(r) for r in train]), test)))
