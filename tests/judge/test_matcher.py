@@ -77,6 +77,20 @@ def test_deadline_fails_a_silent_run():
     assert status.code == DEADLINE and "not reached within" in status.reason
 
 
+def test_late_from_is_where_a_deadline_starts_to_hold():
+    """The stream's timer looks at a quiet run again when its deadline may hold: never
+    after the time `late` first finds one passed, at every state of a run."""
+    model = learn([as_run(events_for(f"train-{n}", make_screens(n))) for n in range(3)])
+    matcher, told = Matcher(model), 0
+    for event in as_run(events_for("new", make_screens(4))).events:
+        matcher.feed(event)
+        start = matcher.late_from()
+        if start is not None and not matcher.status.final:
+            assert matcher.late(start - 0.01) is None and matcher.late(start + 0.01) is not None
+            told += 1
+    assert told >= 3
+
+
 
 
 @pytest.mark.parametrize("task", [REPO / "examples" / "jupyter",

@@ -3,6 +3,7 @@ successful runs' timing (the stream's timer, :meth:`trustlayer.judge.matcher.Mat
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from trustlayer.judge.history import Observed
 from trustlayer.judge.reasons import DEADLINE, Reason, quoted
@@ -36,34 +37,68 @@ def deadline(stats: dict | None, factor: float) -> float | None:
     return max(DEADLINE_FLOOR, factor * slowest(stats))
 
 
+class _Limit(NamedTuple):
+    """A learned deadline that applies: for which state, from its successful runs'
+    statistics, how many seconds."""
+
+    state: str
+    stats: dict
+    seconds: float
+
+
+def _reach_limit(model: Model, position: int) -> _Limit | None:
+    """The deadline of reaching the next milestone (`position`), counted from the run's start."""
+    essential = model.essential
+    upcoming = essential[position] if position < len(essential) else None
+    reach = model.timing["time_to_reach"].get(upcoming) if upcoming is not None else None
+    limit = deadline(reach, model.settings.deadline_factor)
+    return _Limit(upcoming, reach, limit) if upcoming is not None and reach is not None \
+        and limit is not None else None
+
+
+def _dwell_limit(model: Model, history: Sequence[Observed]) -> _Limit | None:
+    """The deadline of leaving the state the run shows last, counted from its ``ts``."""
+    if not history or not history[-1].ids:
+        return None
+    current = history[-1].ids[0]
+    dwell = model.timing["dwell"].get(current)
+    limit = deadline(dwell, model.settings.deadline_factor)
+    return _Limit(current, dwell, limit) if dwell is not None and limit is not None else None
+
+
 def overdue(model: Model, history: Sequence[Observed], position: int, start_ts: float,
             now: float) -> tuple[Reason, str] | None:
     """The short reason and the details when a learned deadline has passed at time `now`
     for a run at milestone `position` that started at `start_ts`: the next milestone not
     reached, or the current state not left, within its :func:`deadline`; else None."""
-    timing, factor, essential = model.timing, model.settings.deadline_factor, model.essential
-    upcoming = essential[position] if position < len(essential) else None
     seq = history[-1].seq if history else 0
-    reach = timing["time_to_reach"].get(upcoming) if upcoming is not None else None
-    limit = deadline(reach, factor)
-    if upcoming is not None and reach is not None and limit is not None \
-            and now - start_ts > limit:
-        name = model.name(upcoming)
-        return (Reason(DEADLINE, f"{quoted(name)} within {slowest(reach):.0f} s",
+    reach = _reach_limit(model, position)
+    if reach is not None and now - start_ts > reach.seconds:
+        name, limit = model.name(reach.state), reach.seconds
+        return (Reason(DEADLINE, f"{quoted(name)} within {slowest(reach.stats):.0f} s",
                        f"the screen showed it not reached within {limit:.0f} s", seq),
                 f"'{name}' not reached within {limit:.0f} s; successful runs reached it "
-                f"within {slowest(reach):.0f} s")
-    if history and history[-1].ids:
-        current = model.name(history[-1].ids[0])
-        dwell = timing["dwell"].get(history[-1].ids[0])
-        limit = deadline(dwell, factor)
-        lasted = now - history[-1].ts
-        if dwell is not None and limit is not None and lasted > limit:
-            return (Reason(DEADLINE, f"{quoted(current)} left within {slowest(dwell):.0f} s",
-                           f"the screen showed it and it lasted {lasted:.0f} s", seq),
-                    f"'{current}' lasted {lasted:.0f} s; successful runs left it within "
-                    f"{slowest(dwell):.0f} s")
+                f"within {slowest(reach.stats):.0f} s")
+    dwell = _dwell_limit(model, history)
+    lasted = now - history[-1].ts if history else 0.0
+    if dwell is not None and lasted > dwell.seconds:
+        current, limit = model.name(dwell.state), dwell.seconds
+        return (Reason(DEADLINE, f"{quoted(current)} left within {slowest(dwell.stats):.0f} s",
+                       f"the screen showed it and it lasted {lasted:.0f} s", seq),
+                f"'{current}' lasted {lasted:.0f} s; successful runs left it within "
+                f"{slowest(dwell.stats):.0f} s")
     return None
+
+
+def overdue_from(model: Model, history: Sequence[Observed], position: int,
+                 start_ts: float) -> float | None:
+    """The time after which :func:`overdue` finds a deadline passed, as the run stands (a
+    later `now` only adds to the time taken); None when no deadline applies."""
+    reach, dwell = _reach_limit(model, position), _dwell_limit(model, history)
+    times = [start_ts + reach.seconds] if reach is not None else []
+    if dwell is not None:
+        times.append(history[-1].ts + dwell.seconds)
+    return min(times, default=None)
 
 
 @per_model  # (the streaming worker's timer asks it of every open run at every tick)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from trustlayer.compare.endings import at_an_end_place
 from trustlayer.judge.cause import explain_failure
-from trustlayer.judge.deadlines import overdue
+from trustlayer.judge.deadlines import overdue, overdue_from
 from trustlayer.judge.effects import EffectWatch
 from trustlayer.judge.history import Observed, row_index
 from trustlayer.judge.milestones import MilestoneProgress
@@ -146,10 +146,20 @@ class RunEnd(MilestoneProgress):
         """The learned deadline passed at time `now` for a run not final nor passed, if
         any (:func:`~trustlayer.judge.deadlines.overdue`): what :meth:`tick` fails the run
         for, the run left as it is."""
-        if self.status is None or self.status.final or self.status.status == PASSED \
-                or self.start_ts is None:
+        if not self._may_be_late() or self.start_ts is None:
             return None
         return overdue(self.model, self.history, self.position, self.start_ts, now)
+
+    def late_from(self) -> float | None:
+        """The time after which :meth:`late` finds a deadline passed, as the run stands
+        (:func:`~trustlayer.judge.deadlines.overdue_from`): the timer need not ask before."""
+        if not self._may_be_late() or self.start_ts is None:
+            return None
+        return overdue_from(self.model, self.history, self.position, self.start_ts)
+
+    def _may_be_late(self) -> bool:
+        return self.status is not None and not self.status.final \
+            and self.status.status != PASSED
 
     def tick(self, now: float) -> Status | None:
         """Fail the run if a learned deadline has passed at time `now` (the stream's timer:
