@@ -98,9 +98,19 @@ class RunBook:
         """The runs held in memory."""
         return list(self._cache.values())
 
-    def open_records(self) -> list[RunRecord]:
-        """The runs held in memory without a final verdict."""
-        return list(self._watch.open.values())
+    def due(self, now: float) -> list[RunRecord]:
+        """The runs held in memory without a final verdict that the timer looks at `now`
+        (:meth:`RunWatch.due`): each is given its next time by :meth:`wake`."""
+        return self._watch.due(now)
+
+    def wake(self, rec: RunRecord, at: float | None) -> None:
+        """The timer looks at `rec` again at its first tick at or after `at` (None: once an
+        event of it comes)."""
+        self._watch.wake(rec, at)
+
+    def look_again(self) -> None:
+        """The timer's next tick looks at every run without a final verdict."""
+        self._watch.look_again()
 
     def partitions(self) -> list[int]:
         """The partitions of the runs held in memory."""
@@ -157,6 +167,7 @@ class RunBook:
         rec.last_offset = max(rec.last_offset, offset)
         rec.plain_numbers &= read_fast
         self._dirty.add(rec.run_id)
+        self._watch.touched(rec)
 
     def resent(self, rec: RunRecord, offset: int) -> list[tuple[str, dict]]:
         """The verdicts the record at `offset` caused before, to send again unchanged."""
@@ -331,7 +342,7 @@ class RunBook:
 
     def open_runs(self) -> Tally:
         """Runs without a final verdict, by task."""
-        return Tally(rec.task for rec in self._watch.open.values())
+        return self._watch.open_by_task()
 
     def export_open_runs(self) -> None:
         counts = self.open_runs()

@@ -23,6 +23,9 @@ from stream.judging.settings import WorkerSettings
 from trustlayer.judge.deadlines import learned_silence
 from trustlayer.judge.status import AT_RISK, Status
 
+#: How much earlier than worked out a run is looked at again (see :meth:`Silence._look`).
+_EARLY = 1e-3
+
 
 class Silence:
     """Deadlines and reorder timeouts of the runs in a :class:`~stream.judging.runbook.RunBook`."""
@@ -55,26 +58,47 @@ class Silence:
                 self.reachable_since.pop(partition, None)
         for rec in runs.closed_before(wall - self.settings.retention):
             runs.forget(rec)
-        for rec in runs.open_records():
-            if not runs.active(rec):
-                continue
-            since = self.reachable_since.get(rec.partition)
-            if since is None or not caught_up(rec.partition):
-                continue
-            held_since = rec.held_since
-            if held_since is not None and \
-                    wall - max(held_since, since) > self.settings.reorder_timeout:
+        for rec in runs.due(wall):
+            runs.wake(rec, self._look(rec, out, wall, caught_up))
+        runs.export_open_runs()
+        return out
+
+    def _look(self, rec: RunRecord, out: Output, wall: float,
+              caught_up: Callable[[int], bool]) -> float | None:
+        """Fail open run `rec` if its missing event never came or its end never came, or
+        say it is at risk past a learned deadline (see :meth:`tick`); return when to look
+        at it again (None: once one of its events comes), a moment early: each time is
+        worked out the other way round from its test, and float rounding must not put it
+        after the tick at which the test first holds."""
+        if not self.runs.active(rec):
+            return None
+        since = self.reachable_since.get(rec.partition)
+        if since is None or not caught_up(rec.partition):
+            return wall  # (the next tick)
+        times = []
+        held_since = rec.held_since
+        if held_since is not None:
+            start = max(held_since, since)
+            if wall - start > self.settings.reorder_timeout:
                 self.emitter.events_missing(rec, out, None, run_clock(rec, wall, since), None,
                                             f"seq {rec.next_seq} did not come within "
                                             f"{self.settings.reorder_timeout:.0f} s")
-            elif rec.last_pub is not None:
-                now = run_clock(rec, wall, since)
-                silent = wall - max(rec.last_pub, since)
-                late = self._overdue(rec, out, now, silent) if self.settings.deadlines else None
-                if not rec.final and silent > self.end_silence(rec):
-                    self.emitter.incomplete(rec, out, now, silent, late)
-        runs.export_open_runs()
-        return out
+                return None if rec.final else wall
+            times.append(start + self.settings.reorder_timeout)
+        if rec.last_pub is not None and rec.last_ts is not None:
+            start = max(rec.last_pub, since)
+            now, silent = run_clock(rec, wall, since), wall - start
+            late = self._overdue(rec, out, now, silent) if self.settings.deadlines else None
+            end = self.end_silence(rec)
+            if silent > end:
+                self.emitter.incomplete(rec, out, now, silent, late)
+                return None if rec.final else wall
+            times.append(start + end)
+            due = self.runs.matcher(rec).late_from() \
+                if self.settings.deadlines and late is None else None
+            if due is not None:  # (the run's own time, as `now`)
+                times.append(due - rec.last_ts + start)
+        return min(times) - _EARLY if times else None
 
     def _overdue(self, rec: RunRecord, out: Output, now: float,
                  silent: float) -> Status | None:
@@ -109,6 +133,7 @@ class Silence:
     def reset(self) -> None:
         """Partitions were assigned: every one's silence counts from its first fetch here."""
         self.reachable_since.clear()
+        self.runs.look_again()
 
 
 def run_clock(rec: RunRecord, wall: float, since: float) -> float:
