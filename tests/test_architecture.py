@@ -16,7 +16,7 @@ from devsets import REPO
 # lowest first: a module may import modules of its own layer and of the layers below
 LAYERS = (
     ("trustlayer.settings", "trustlayer.errors", "trustlayer.graph_marks",
-     "trustlayer.cli_options"),
+     "trustlayer.cli_options", "trustlayer.strict_base64"),
     ("trustlayer.observe",),
     ("trustlayer.model", "trustlayer.model_check", "trustlayer.model_effects",
      "trustlayer.inputs", "trustlayer.runner", "trustlayer.otel", "trustlayer.chat"),
