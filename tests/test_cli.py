@@ -143,7 +143,10 @@ def test_ctrl_c_ends_quietly_with_130():
         while chunk := os.read(terminal, 4096):
             err += chunk
     os.close(terminal)
-    assert err and learning.returncode == 130
+    # a Ctrl-C that comes as the command is already finishing meets the interpreter with
+    # its handlers given back (finalising): killed by the signal itself, which a shell
+    # reports as 130 too (seen once in 30 runs, and in loaded suites)
+    assert err and learning.returncode in (130, -signal.SIGINT)
     assert b"Traceback" not in err and b"KeyboardInterrupt" not in err
 
 
