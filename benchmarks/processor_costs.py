@@ -46,13 +46,26 @@ def processing_cost(registry: ModelRegistry, runs: list[list[dict]]) -> float:
     return time.perf_counter() - start
 
 
+def _processor(model: Model) -> StreamProcessor:
+    """A processor judging with `model` alone, its runs in a dict, refinement off."""
+    registry = ModelRegistry()
+    registry.add(model)
+    return StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
+
+
+def _loads_cost(records: list[tuple[bytes, bytes, Source]]) -> float:
+    """us of ``json.loads`` of a record's value, on average over `records`."""
+    start = time.perf_counter()
+    for _, value, _ in records:
+        json.loads(value)
+    return (time.perf_counter() - start) / len(records) * 1e6
+
+
 def batched_cost(model: Model, runs: list[list[dict]], batch: int = 500) -> tuple[float, float]:
     """(us per event in the processor fed `runs`' events in batches of `batch`, each run
     written once per batch; us of json.loads of the same event), best of four fleets of
     `runs`' copies after one that fills the memos."""
-    registry = ModelRegistry()
-    registry.add(model)
-    processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
+    processor = _processor(model)
     times = []
     for tag in ("warm", "t1", "t2", "t3", "t4"):
         records = _records(copies(runs, 200, tag))
@@ -62,10 +75,7 @@ def batched_cost(model: Model, runs: list[list[dict]], batch: int = 500) -> tupl
                 raise RuntimeError(f"records of fleet {tag} were refused")
             processor.runs.flush()
         times.append((time.perf_counter() - start) / len(records))
-    start = time.perf_counter()
-    for _, value, _ in records:
-        json.loads(value)
-    return min(times[1:]) * 1e6, (time.perf_counter() - start) / len(records) * 1e6
+    return min(times[1:]) * 1e6, _loads_cost(records)
 
 
 def written_per_event_cost(model: Model, runs: list[list[dict]]) -> tuple[float, float]:
@@ -74,9 +84,7 @@ def written_per_event_cost(model: Model, runs: list[list[dict]]) -> tuple[float,
     between two checkpoints (an agent's event a second, a checkpoint a second) writes a run's
     record for every event. Timed on a second fleet of `runs`' copies (the memos the first
     one filled are what a worker's are after its first runs)."""
-    registry = ModelRegistry()
-    registry.add(model)
-    processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
+    processor = _processor(model)
     for tag in ("warm", "timed"):
         records = _records(copies(runs, 100, tag))
         out = Output()
@@ -88,10 +96,7 @@ def written_per_event_cost(model: Model, runs: list[list[dict]]) -> tuple[float,
         judged = (time.perf_counter() - start) / len(records)
         if out.dlq:
             raise RuntimeError(f"records were refused: {out.dlq[0]}")
-    start = time.perf_counter()
-    for _, value, _ in records:
-        json.loads(value)
-    return judged * 1e6, (time.perf_counter() - start) / len(records) * 1e6
+    return judged * 1e6, _loads_cost(records)
 
 
 def screenshot_cost() -> tuple[float, float, float]:
@@ -128,6 +133,7 @@ def report(model: Model, runs: list[list[dict]]) -> list[str]:
             f"{per_event / decode:.2f} {goal(per_event / decode, '<=', 0.5)}",
             f"fingerprinted by the runner {printed:.2f} ms / PNG decode = "
             f"{printed / decode:.2f} {goal(printed / decode, '<=', 0.5)}"]
+
 
 if __name__ == "__main__":
     train = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "train"])]

@@ -163,7 +163,8 @@ class RunBook:
     # -- one run's events -------------------------------------------------------------------------
     def took(self, rec: RunRecord, offset: int, read_fast: bool = True) -> None:
         """The record at `offset` changed the run (`read_fast`: its event was read by
-        orjson, see :attr:`RunRecord.plain_numbers`): written at the next :meth:`flush`."""
+        orjson, see :attr:`RunRecord.plain_numbers`): written at the next :meth:`flush`,
+        looked at by the timer's next tick."""
         rec.last_offset = max(rec.last_offset, offset)
         rec.plain_numbers &= read_fast
         self._dirty.add(rec.run_id)

@@ -207,8 +207,6 @@ def _optional_lines(model: Model) -> tuple[list[str], list[bool]]:
     return lines, [False] * len(lines)
 
 
-
-
 Found = TypeVar("Found")
 
 

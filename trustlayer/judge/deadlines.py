@@ -101,7 +101,7 @@ def overdue_from(model: Model, history: Sequence[Observed], position: int,
     return min(times, default=None)
 
 
-@per_model  # (the streaming worker's timer asks it of every open run at every tick)
+@per_model  # (the streaming worker's timer asks it of every run it looks at)
 def learned_silence(model: Model) -> float:
     """How long a run of `model` may go without events before it counts as abandoned: the
     model's ``deadline_factor`` times the longest any successful run took to reach a
