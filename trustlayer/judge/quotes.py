@@ -71,6 +71,10 @@ def _newest(lines: Iterable[str], novel: frozenset[str]) -> str | None:
     """The line holding the most of the `novel` words (the first such)."""
     best, most = None, 0
     for line in lines:
+        # a line's words are substrings of it: one holding none of the novel words as a
+        # substring is not split into words (most lines of a state never seen before)
+        if not any(map(line.__contains__, novel)):
+            continue
         found = len(word_tokens(f"X|{line}") & novel)
         if found > most:
             best, most = line, found

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import filterfalse, islice, repeat
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -181,12 +181,17 @@ def _text_line(raw: str, prefix: str) -> str | None:
 _INLINE_VALUE = re.compile(r"""^(\s*- .*?["'\]]):\s+(.+)$""")
 
 
-@lru_cache(maxsize=1 << 16)
 def _yaml_node_lines(raw: str, inline_text: bool) -> tuple[str, ...]:
     raw = raw.rstrip().removesuffix(":")  # a trailing colon only says "has children"
     match = _INLINE_VALUE.match(raw)
     parts = [raw] if not match else [match.group(1)] + ([match.group(2)] * inline_text)
     return tuple(f"A|{masked}" for part in parts if (masked := mask(part)))
+
+
+# one memo of a tree's lines per `inline_text`: a memo of a single text is keyed by the
+# text itself, where one of two arguments makes and hashes a tuple for every line of a tree
+_NODE_LINES = {inline: lru_cache(maxsize=1 << 16)(partial(_yaml_node_lines, inline_text=inline))
+               for inline in (False, True)}
 
 
 def a11y_lines(a11y: Any, inline_text: bool = True) -> set[str]:
@@ -200,7 +205,7 @@ def a11y_lines(a11y: Any, inline_text: bool = True) -> set[str]:
         return set()
     if isinstance(a11y, str):
         raws = a11y.splitlines()
-        return set().union(*map(_yaml_node_lines, raws, repeat(inline_text, len(raws)))) \
+        return set().union(*map(_NODE_LINES[inline_text], raws)) \
             - {"A|-", "A|- :"}
     lines = set()
 
