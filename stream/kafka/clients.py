@@ -18,6 +18,8 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
+from stream.kafka.partitioner import keyed_partition
+
 #: Largest record the events/DLQ topics accept (inline screenshots). Set per topic so that a
 #: broker with the stock 1 MB ``message.max.bytes`` (e.g. docker-compose) still takes them.
 MAX_MESSAGE_BYTES = 10 * 1024 * 1024
@@ -36,8 +38,10 @@ def consumer(bootstrap: str, *topics: str, group: str | None = None,
 
 
 def producer(bootstrap: str, **options: Any) -> AIOKafkaProducer:
-    """A producer that sends the largest records and waits for every in-sync replica."""
-    settings: dict[str, Any] = dict(acks="all", max_request_size=MAX_REQUEST_BYTES)
+    """A producer that sends the largest records and waits for every in-sync replica (keys
+    partitioned as by Kafka's default, each key hashed once: :mod:`stream.kafka.partitioner`)."""
+    settings: dict[str, Any] = dict(acks="all", max_request_size=MAX_REQUEST_BYTES,
+                                    partitioner=keyed_partition)
     return AIOKafkaProducer(bootstrap_servers=bootstrap, **{**settings, **options})
 
 

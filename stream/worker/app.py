@@ -30,6 +30,7 @@ from faust.types import TP, TableT, TopicT
 from mode.types import BaseSignalT
 
 from stream.kafka import clients
+from stream.kafka.partitioner import keyed_partition
 from stream.kafka.topics import worker_topics
 from stream.worker import transport
 from stream.worker.config import GC_THRESHOLDS, WorkerConfig
@@ -79,6 +80,7 @@ def faust_app(cfg: WorkerConfig, datadir: Path | None) -> faust.App:
         broker_request_timeout=max(30.0, 3 * cfg.session_timeout),
         producer_max_request_size=clients.MAX_REQUEST_BYTES,
         producer_linger=0.0,
+        producer_partitioner=keyed_partition,  # Kafka's default, each key hashed once
         consumer_max_fetch_size=clients.MAX_REQUEST_BYTES,
         consumer_auto_offset_reset="earliest",
         stream_recovery_delay=0.05,
