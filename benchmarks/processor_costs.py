@@ -36,21 +36,21 @@ def _records(runs: list[list[dict]]) -> list[tuple[bytes, bytes, Source]]:
             for i, e in enumerate(interleave(runs))]
 
 
-def processing_cost(registry: ModelRegistry, runs: list[list[dict]]) -> float:
-    """Seconds the worker's processor takes for the records of `runs`."""
-    records = _records(runs)
-    processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
-    start = time.perf_counter()
-    processor.process_batch(records)
-    processor.runs.flush()
-    return time.perf_counter() - start
-
-
-def _processor(model: Model) -> StreamProcessor:
+def judging_processor(model: Model) -> StreamProcessor:
     """A processor judging with `model` alone, its runs in a dict, refinement off."""
     registry = ModelRegistry()
     registry.add(model)
     return StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
+
+
+def processing_cost(model: Model, runs: list[list[dict]]) -> float:
+    """Seconds the worker's processor takes for the records of `runs`."""
+    records = _records(runs)
+    processor = judging_processor(model)
+    start = time.perf_counter()
+    processor.process_batch(records)
+    processor.runs.flush()
+    return time.perf_counter() - start
 
 
 def _loads_cost(records: list[tuple[bytes, bytes, Source]]) -> float:
@@ -65,7 +65,7 @@ def batched_cost(model: Model, runs: list[list[dict]], batch: int = 500) -> tupl
     """(us per event in the processor fed `runs`' events in batches of `batch`, each run
     written once per batch; us of json.loads of the same event), best of four fleets of
     `runs`' copies after one that fills the memos."""
-    processor = _processor(model)
+    processor = judging_processor(model)
     times = []
     for tag in ("warm", "t1", "t2", "t3", "t4"):
         records = _records(copies(runs, 200, tag))
@@ -84,7 +84,7 @@ def written_per_event_cost(model: Model, runs: list[list[dict]]) -> tuple[float,
     between two checkpoints (an agent's event a second, a checkpoint a second) writes a run's
     record for every event. Timed on a second fleet of `runs`' copies (the memos the first
     one filled are what a worker's are after its first runs)."""
-    processor = _processor(model)
+    processor = judging_processor(model)
     for tag in ("warm", "timed"):
         records = _records(copies(runs, 100, tag))
         out = Output()
@@ -104,8 +104,6 @@ def screenshot_cost() -> tuple[float, float, float]:
     fingerprinted by the runner, ms per PNG decode)."""
     train = [[e for e in run] for run in read_events([EXAMPLES / "train"])]
     model = learn([run_of_events(r) for r in train])
-    registry = ModelRegistry()
-    registry.add(model)
     test = read_events([EXAMPLES / "test"])
     frames = [base64.b64decode(e["observation"]["screenshot"].split(",", 1)[1])
               for run in test for e in run if e["kind"] == "state"
@@ -115,8 +113,8 @@ def screenshot_cost() -> tuple[float, float, float]:
         with Image.open(io.BytesIO(data)) as image:
             image.load()
     decode = (time.perf_counter() - start) / len(frames)
-    per_event = processing_cost(registry, test) / len(frames)
-    printed = processing_cost(registry, read_events([EXAMPLES / "test"], "fingerprint"))
+    per_event = processing_cost(model, test) / len(frames)
+    printed = processing_cost(model, read_events([EXAMPLES / "test"], "fingerprint"))
     return per_event * 1000, printed / len(frames) * 1000, decode * 1000
 
 

@@ -17,13 +17,11 @@ import json
 import time
 
 from goals import goal
+from processor_costs import judging_processor
 from stream_workloads import EXAMPLES, text_only
 
 from stream.commands.replay import read_events
-from stream.judging.processor import StreamProcessor
-from stream.judging.records import DictStore, Source
-from stream.judging.settings import WorkerSettings
-from stream.models.registry import ModelRegistry
+from stream.judging.records import Source
 from trustlayer.learn.learner import learn
 from trustlayer.observe.event_parsing import run_of_events
 
@@ -33,9 +31,7 @@ OPEN, TICKS, PUB = 100, 200, 1000.0
 def timer_with(finished: int, quiet: int = OPEN) -> float:
     """Seconds a tick takes over `quiet` open runs and `finished` finished ones."""
     train = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "train"], "path")]
-    registry = ModelRegistry()
-    registry.add(learn([run_of_events(run) for run in train]))
-    processor = StreamProcessor(registry, DictStore(), WorkerSettings(refine=False))
+    processor = judging_processor(learn([run_of_events(run) for run in train]))
     run = [text_only(e) for e in read_events([EXAMPLES / "test"], "path")[0]]
     records = [(f"{name}-{k}".encode(), json.dumps({**e, "run_id": f"{name}-{k}"}).encode(),
                 Source(0, 0, PUB))
