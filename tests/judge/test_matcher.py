@@ -91,8 +91,6 @@ def test_late_from_is_where_a_deadline_starts_to_hold():
     assert told >= 3
 
 
-
-
 @pytest.mark.parametrize("task", [REPO / "examples" / "jupyter",
                                   *(DATA / name for name in SLICE_TASKS),
                                   dev(SHARED / "coding-dev"),
