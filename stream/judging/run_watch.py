@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter as Tally
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from itertools import count
 
 from stream.judging.records import RunRecord
@@ -17,7 +17,8 @@ from stream.judging.records import RunRecord
 class RunWatch:
     """The runs a run book holds in memory, as its timer reads them: the open ones (in the
     order they came), by task, and when each is to be looked at again (a heap: an entry is
-    stale once its run was given another time or left); the finished ones by when they
+    stale once its run was given another time or left) or which waits for its partition
+    (:meth:`park`); the finished ones by when they
     closed (a heap: an entry is stale once its run closed again later or left); the
     partitions of them all."""
 
@@ -29,6 +30,7 @@ class RunWatch:
         self._touched: set[str] = set()  # open runs to look at, whatever their time
         self._wake: list[tuple[float, str]] = []
         self._wake_at: dict[str, float] = {}  # open run -> its live entry's time
+        self._parked: dict[int, set[str]] = {}  # partition -> open runs waiting for it
         self._closed: list[tuple[float, str]] = []
         self._partitions: Tally = Tally()
 
@@ -65,6 +67,19 @@ class RunWatch:
             self._wake = [(when, run_id) for run_id, when in self._wake_at.items()]
             heapq.heapify(self._wake)
 
+    def park(self, rec: RunRecord) -> None:
+        """Look at open run `rec` again once its partition is no longer waited for
+        (:meth:`unpark`) or one of its events comes: a partition behind its backlog keeps
+        its runs waiting, and looking at each of them at every tick would cost every open
+        run of it, whatever came."""
+        self._parked.setdefault(rec.partition, set()).add(rec.run_id)
+
+    def unpark(self, waiting: Container[int]) -> None:
+        """The partitions not in `waiting` are no longer waited for: the next :meth:`due`
+        has their parked runs."""
+        for partition in [p for p in self._parked if p not in waiting]:
+            self._touched.update(self._parked.pop(partition))
+
     def due(self, now: float) -> list[RunRecord]:
         """The open runs to look at `now`, in the order they came: those an event of which
         came, and those whose time came (no longer waited for: :meth:`wake` again)."""
@@ -98,10 +113,11 @@ class RunWatch:
             del self._tasks[rec.task]
         self._touched.discard(rec.run_id)
         self._wake_at.pop(rec.run_id, None)
+        self._parked.get(rec.partition, set()).discard(rec.run_id)
 
     def clear(self) -> None:
         for held in (self.open, self._came, self._tasks, self._touched, self._wake,
-                     self._wake_at, self._closed, self._partitions):
+                     self._wake_at, self._parked, self._closed, self._partitions):
             held.clear()
 
     def open_by_task(self) -> Tally:

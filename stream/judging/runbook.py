@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter as Tally
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 
 from stream.judging.metrics import Metrics
 from stream.judging.parts import (
@@ -107,6 +107,15 @@ class RunBook:
         """The timer looks at `rec` again at its first tick at or after `at` (None: once an
         event of it comes)."""
         self._watch.wake(rec, at)
+
+    def park(self, rec: RunRecord) -> None:
+        """The timer looks at `rec` again once its partition is no longer waited for
+        (:meth:`unpark`) or an event of it comes."""
+        self._watch.park(rec)
+
+    def unpark(self, waiting: Container[int]) -> None:
+        """The partitions not in `waiting` are no longer waited for (:meth:`park`)."""
+        self._watch.unpark(waiting)
 
     def look_again(self) -> None:
         """The timer's next tick looks at every run without a final verdict."""

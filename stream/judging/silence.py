@@ -13,7 +13,7 @@ them get their whole deadline again, rather than failing all at once.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import replace
 
 from stream.judging.emitter import Emitter
@@ -51,30 +51,37 @@ class Silence:
         wall = self.clock() if wall is None else wall
         out = Output()
         runs = self.runs
+        waiting = set()  # partitions whose runs' silence does not count now
         for partition in runs.partitions():
             if fetched(partition):
                 self.reachable_since.setdefault(partition, wall)
+                if not caught_up(partition):
+                    waiting.add(partition)
             else:
                 self.reachable_since.pop(partition, None)
+                waiting.add(partition)
+        runs.unpark(waiting)
         for rec in runs.closed_before(wall - self.settings.retention):
             runs.forget(rec)
         for rec in runs.due(wall):
-            runs.wake(rec, self._look(rec, out, wall, caught_up))
+            runs.wake(rec, self._look(rec, out, wall, waiting))
         runs.export_open_runs()
         return out
 
     def _look(self, rec: RunRecord, out: Output, wall: float,
-              caught_up: Callable[[int], bool]) -> float | None:
+              waiting: Container[int]) -> float | None:
         """Fail open run `rec` if its missing event never came or its end never came, or
         say it is at risk past a learned deadline (see :meth:`tick`); return when to look
-        at it again (None: once one of its events comes), a moment early: each time is
-        worked out the other way round from its test, and float rounding must not put it
-        after the tick at which the test first holds."""
+        at it again (None: once one of its events comes or its partition, `waiting` now,
+        is no longer), a moment early: each time is worked out the other way round from
+        its test, and float rounding must not put it after the tick at which the test
+        first holds."""
         if not self.runs.active(rec):
             return None
-        since = self.reachable_since.get(rec.partition)
-        if since is None or not caught_up(rec.partition):
-            return wall  # (the next tick)
+        if rec.partition in waiting:
+            self.runs.park(rec)
+            return None
+        since = self.reachable_since[rec.partition]
         times = []
         held_since = rec.held_since
         if held_since is not None:

@@ -80,3 +80,17 @@ def test_a_run_waiting_for_a_missing_event_still_ends_incomplete_when_silent():
     assert [(record["status"], record["final"]) for _, record in sent][-1] == \
         ("incomplete", True)
     assert "no end event for 61 s after seq 2" in sent[-1][1]["reason"]
+
+
+def test_the_runs_of_a_partition_behind_wait_for_it_not_for_each_tick():
+    """While a partition is behind its backlog its quiet runs are not looked at at each
+    tick (a tick would cost every open run of it); the first tick it has caught up at, or
+    an event of theirs, brings them back."""
+    judge = processor(clock=lambda: float(START))
+    first = [renamed(example_events()[k][:3], f"w{k}") for k in range(3)]
+    judge.process_batch([(e["run_id"].encode(), json.dumps(e).encode(), Source(0, n, START))
+                         for n, e in enumerate(e for run in first for e in run)])
+    judge.silence.tick(float(START), caught_up=lambda p: False)
+    assert judge.runs.due(START + 1.0) == []
+    judge.runs.unpark({1})
+    assert [rec.run_id for rec in judge.runs.due(START + 1.0)] == ["w0", "w1", "w2"]
