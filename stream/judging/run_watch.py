@@ -17,10 +17,9 @@ from stream.judging.records import RunRecord
 class RunWatch:
     """The runs a run book holds in memory, as its timer reads them: the open ones (in the
     order they came), by task, and when each is to be looked at again (a heap: an entry is
-    stale once its run was given another time or left) or which waits for its partition
-    (:meth:`park`); the finished ones by when they
-    closed (a heap: an entry is stale once its run closed again later or left); the
-    partitions of them all."""
+    stale once its run was given another time or left) or which partition it waits for
+    (:meth:`park`); the finished ones by when they closed (a heap: an entry is stale once
+    its run closed again later or left); the partitions of them all."""
 
     def __init__(self) -> None:
         self.open: dict[str, RunRecord] = {}

@@ -84,13 +84,22 @@ def test_a_run_waiting_for_a_missing_event_still_ends_incomplete_when_silent():
 
 def test_the_runs_of_a_partition_behind_wait_for_it_not_for_each_tick():
     """While a partition is behind its backlog its quiet runs are not looked at at each
-    tick (a tick would cost every open run of it); the first tick it has caught up at, or
-    an event of theirs, brings them back."""
+    tick (a tick would cost every open run of it): an event of theirs brings one back,
+    and the partition's catching up brings them all."""
     judge = processor(clock=lambda: float(START))
-    first = [renamed(example_events()[k][:3], f"w{k}") for k in range(3)]
-    judge.process_batch([(e["run_id"].encode(), json.dumps(e).encode(), Source(0, n, START))
-                         for n, e in enumerate(e for run in first for e in run)])
-    judge.silence.tick(float(START), caught_up=lambda p: False)
-    assert judge.runs.due(START + 1.0) == []
-    judge.runs.unpark({1})
-    assert [rec.run_id for rec in judge.runs.due(START + 1.0)] == ["w0", "w1", "w2"]
+
+    def records(events: list[dict], first: int) -> list[tuple[bytes, bytes, Source]]:
+        return [(e["run_id"].encode(), json.dumps(e).encode(), Source(0, first + n, START))
+                for n, e in enumerate(events)]
+
+    def due() -> list[str]:
+        return [rec.run_id for rec in judge.runs.due(START + 1.0)]
+
+    runs = [renamed(example_events()[k][:4], f"w{k}") for k in range(3)]
+    judge.process_batch(records([e for run in runs for e in run[:3]], 0))
+    judge.silence.tick(float(START), caught_up=lambda partition: False)
+    assert due() == []
+    judge.process_batch(records(runs[1][3:], 9))
+    assert due() == ["w1"]
+    judge.runs.unpark(waiting={1})  # (what a tick does once partition 0 has caught up)
+    assert due() == ["w0", "w1", "w2"]
