@@ -5,9 +5,11 @@ came; forgetting runs whose retention passed), after the tick that followed thei
 over 100 quiet open runs with 0 and with N finished runs kept, and over M quiet open runs,
 on a partition caught up and on one behind its backlog (where no run may be called silent);
 printed: the tick's mean time and the ratios to the first (goal <= 1.5 each: a tick costs
-the runs whose time came, not what was seen).
+the runs whose time came, not what was seen). Then what the finished runs kept cost Python's
+garbage collector: a full collection (which holds the worker's event loop) with K distinct
+finished runs kept, judged by the processor with their verdicts delivered.
 
-    .venv/bin/python benchmarks/retained_runs.py [--finished N] [--open M]
+    .venv/bin/python benchmarks/retained_runs.py [--finished N] [--open M] [--collect K]
 """
 from __future__ import annotations
 
@@ -19,9 +21,9 @@ import time
 
 from goals import goal
 from processor_costs import judging_processor
-from stream_workloads import EXAMPLES, text_only
+from stream_workloads import EXAMPLES, copies, text_only
 
-from stream.commands.replay import read_events
+from stream.commands.replay import read_events, round_robin
 from stream.judging.records import Source
 from trustlayer.learn.learner import learn
 from trustlayer.observe.event_parsing import run_of_events
@@ -58,12 +60,41 @@ def timer_with(finished: int, quiet: int = OPEN, behind: bool = False) -> float:
     return (time.perf_counter() - start) / TICKS
 
 
+def collection_with(finished: int) -> float:
+    """Seconds a full garbage collection takes (best of three) with `finished` distinct
+    finished runs kept, beside what judging them left (memos); what came before the
+    processor is frozen, as the worker freezes what it started with."""
+    train = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "train"], "path")]
+    test = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "test"], "path")]
+    processor = judging_processor(learn([run_of_events(run) for run in train]))
+    gc.collect()
+    gc.freeze()
+    records = [(e["run_id"].encode(), json.dumps(e).encode(), Source(0, offset, PUB))
+               for offset, e in enumerate(round_robin(copies(test, finished, "kept")))]
+    for first in range(0, len(records), 500):
+        out = processor.process_batch(records[first:first + 500])
+        processor.runs.flush()
+        processor.runs.delivered(out.verdicts)  # (as the worker's checkpoint does)
+    if sum(not rec.final for rec in processor.runs.records()):
+        raise RuntimeError("runs were left open")
+    del records
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        gc.collect()
+        times.append(time.perf_counter() - start)
+    gc.unfreeze()
+    return min(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--finished", type=int, default=100_000,
                         help="finished runs kept (400 runs/s for 250 s)")
     parser.add_argument("--open", type=int, default=10_000,
                         help="quiet open runs (a fleet of agents at work)")
+    parser.add_argument("--collect", type=int, default=4000,
+                        help="distinct finished runs kept for the collection timed")
     args = parser.parse_args()
     alone, kept = timer_with(0), timer_with(args.finished)
     many, behind = timer_with(0, args.open), timer_with(0, args.open, behind=True)
@@ -74,6 +105,11 @@ def main() -> None:
           f"{many / alone:.2f} {goal(many / alone, '<=', 1.5)}")
     print(f"the same, behind the backlog: {behind * 1e3:.2f} ms; ÷ over {OPEN} = "
           f"{behind / alone:.2f} {goal(behind / alone, '<=', 1.5)}")
+    little, kept_many = collection_with(100), collection_with(args.collect)
+    per_run = (kept_many - little) / (args.collect - 100)
+    print(f"a full garbage collection: {little * 1e3:.1f} ms with 100 finished runs kept, "
+          f"{kept_many * 1e3:.1f} ms with {args.collect:,}: {per_run * 1e6:.1f} us a run "
+          f"({per_run * 1e6:.1f} s for a million)")
 
 
 if __name__ == "__main__":
