@@ -106,7 +106,7 @@ def main() -> None:
     print(f"the same, behind the backlog: {behind * 1e3:.2f} ms; ÷ over {OPEN} = "
           f"{behind / alone:.2f} {goal(behind / alone, '<=', 1.5)}")
     little, kept_many = collection_with(100), collection_with(args.collect)
-    per_run = (kept_many - little) / (args.collect - 100)
+    per_run = max(0.0, kept_many - little) / (args.collect - 100)
     print(f"a full garbage collection: {little * 1e3:.1f} ms with 100 finished runs kept, "
           f"{kept_many * 1e3:.1f} ms with {args.collect:,}: {per_run * 1e6:.1f} us a run "
           f"({per_run * 1e6:.1f} s for a million)")

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter as Tally
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container
 from itertools import count
 
 from stream.judging.records import RunRecord
 
 
 class RunWatch:
-    """The runs a run book holds in memory, as its timer reads them: the open ones (in the
-    order they came), by task, and when each is to be looked at again (a heap: an entry is
-    stale once its run was given another time or left) or which partition it waits for
-    (:meth:`park`); the finished ones by when they closed (a heap: an entry is stale once
-    its run closed again later or left); the partitions of them all."""
+    """The runs a run book holds, as its timer reads them: the open ones (in the order they
+    came), by task, and when each is to be looked at again (a heap: an entry is stale once
+    its run was given another time or left) or which partition it waits for (:meth:`park`);
+    the finished ones, in memory or let go to the store, by when they closed (a heap: an
+    entry is stale once its run closed again later or left); the partitions of those in
+    memory."""
 
     def __init__(self) -> None:
         self.open: dict[str, RunRecord] = {}
@@ -97,7 +98,8 @@ class RunWatch:
         heapq.heappush(self._closed, (at, rec.run_id))
 
     def dropped(self, rec: RunRecord) -> None:
-        """`rec` is no longer held in memory."""
+        """`rec` is no longer held in memory (a finished run's entry by when it closed
+        stays: it is let go to the store until its retention passes)."""
         self._partitions[rec.partition] -= 1
         if not self._partitions[rec.partition]:
             del self._partitions[rec.partition]
@@ -127,16 +129,17 @@ class RunWatch:
         """The partitions of the runs held."""
         return list(self._partitions)
 
-    def closed_before(self, when: float, held: Mapping[str, RunRecord],
+    def closed_before(self, when: float, find: Callable[[str], RunRecord | None],
                       keep: Callable[[RunRecord], bool]) -> list[RunRecord]:
-        """The finished runs of `held` (the run book's, by id) that closed before `when`,
-        taken out of the watch, but for those to `keep` (looked at again next time)."""
-        due, kept = [], []
+        """The finished runs (their records: `find` by id) that closed before `when`, taken
+        out of the watch, but for those to `keep` (looked at again next time)."""
+        due, kept, seen = [], [], set()
         while self._closed and self._closed[0][0] < when:
             closed_at, run_id = entry = heapq.heappop(self._closed)
-            rec = held.get(run_id)
-            if rec is None or rec.closed_at != closed_at:
-                continue  # left, or closed again later (its later entry stands)
+            rec = find(run_id)
+            if rec is None or rec.closed_at != closed_at or run_id in seen:
+                continue  # left, closed again later (its later entry stands), or read back
+            seen.add(run_id)
             if keep(rec):
                 kept.append(entry)
             else:

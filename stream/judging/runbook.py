@@ -5,9 +5,14 @@ rebalance do to them.
 A run's :class:`~stream.judging.records.RunRecord` is read from the store when one of its events
 first comes and then kept in memory; :meth:`RunBook.flush` writes the runs changed since
 they were last written, once however many of their events came meanwhile, a long run's in
-parts (:mod:`stream.judging.parts`). A run's :class:`~trustlayer.judge.matcher.Matcher` is
-restored from the record's snapshot, on the model version the run started with (the newest
-one if that version is unknown here).
+parts (:mod:`stream.judging.parts`). A run finished with (final, ended, nothing left to
+send) is then let go: the store alone keeps it for its retention, and a late duplicate of
+its events reads it back. Kept in memory for their hour, the finished runs made every full
+garbage collection walk them all (benchmarks/retained_runs.py: 5 us a run, seconds for the
+million runs a busy worker keeps), holding the worker meanwhile.
+
+A run's :class:`~trustlayer.judge.matcher.Matcher` is restored from the record's snapshot,
+on the model version the run started with (the newest one if that version is unknown here).
 
 The processor, the emitter, the silence timer and the shadow trials decide *what* happens to
 a run; they ask the run book to do it, and never change a record, a matcher or what is to be
@@ -126,10 +131,24 @@ class RunBook:
         return self._watch.partitions()
 
     def closed_before(self, when: float) -> list[RunRecord]:
-        """The finished runs held in memory that closed before `when`, assigned here and
-        with nothing left in their outbox (those are looked at again next time): to forget."""
-        return self._watch.closed_before(when, self._cache,
+        """The finished runs that closed before `when`, assigned here and with nothing left
+        in their outbox (those are looked at again next time): to forget."""
+        return self._watch.closed_before(when, self._kept,
                                          lambda rec: bool(rec.outbox) or not self.active(rec))
+
+    def _kept(self, run_id: str) -> RunRecord | None:
+        """The run's record held in memory, else the store's head of it (not held again)."""
+        rec = self._cache.get(run_id)
+        if rec is None:
+            value = self.store.get(head_key(run_id))
+            rec = None if value is None else RunRecord.decode(value)
+        return rec
+
+    def _finished_with(self, rec: RunRecord) -> bool:
+        """Whether the run needs nothing in memory: final and ended, its matcher gone,
+        nothing held or left to send (see the module doc)."""
+        return rec.final and rec.ended and rec.closed_at is not None and not rec.outbox \
+            and not rec.held and rec.run_id not in self._matchers
 
     def active(self, rec: RunRecord) -> bool:
         """The run's partition is assigned here (all are before the first assignment)."""
@@ -303,6 +322,9 @@ class RunBook:
                     self.store.put(part_key(run_id, rec.parts), rec.partition, seal(rec, rows))
                 rec.snapshot = snapshot(matcher, since=rec.sealed[2])
             self.store.put(head_key(run_id), rec.partition, rec.encode())
+            if self._finished_with(rec):  # (let go: the store keeps it)
+                del self._cache[run_id]
+                self._watch.dropped(rec)
 
     def forget(self, rec: RunRecord) -> None:
         """Drop the run, here and in the store (its parts too)."""
@@ -342,7 +364,10 @@ class RunBook:
                 rec = RunRecord.decode(value)
                 if rec.partition not in active:
                     continue
-                self._cached(self._read(rec, values.get))
+                if self._finished_with(rec) and rec.closed_at is not None:  # (the store
+                    self._watch.closed(rec, rec.closed_at)  # keeps it; watched for retention)
+                else:
+                    self._cached(self._read(rec, values.get))
             except (ValueError, TypeError) as exc:
                 log.warning("run %s: unreadable record in the table, ignored (%s)", key, exc)
                 continue

@@ -2,7 +2,8 @@
 then the timer forgets them, here and in the store; one whose timer verdict is not yet
 known delivered stays until it is. The timer looks only at open runs and at the finished
 ones whose time is up (benchmarks/retained_runs.py measures that its tick does not grow
-with the finished runs kept)."""
+with the finished runs kept). A run finished with is kept in the store alone: a late
+duplicate of its events reads it back."""
 from __future__ import annotations
 
 from streamkit import as_records, example_events, finals, processor, renamed
@@ -67,3 +68,20 @@ def test_a_run_final_before_its_end_is_kept_from_its_end():
     assert "long" in store
     p.silence.tick(1500.0 + RETENTION + 1)
     assert "long" not in store
+
+
+def test_a_finished_run_is_let_go_to_the_store_and_read_back_for_a_late_duplicate():
+    store = DictStore()
+    p = processor(store, retention=RETENTION)
+    events = renamed(example_events()[0], "done")
+    p.process_batch(as_records(events, pub=1000.0))
+    p.runs.flush()
+    assert p.runs.records() == [] and "done" in store
+    same = p.process_batch(as_records(events[2:3], start_offset=len(events), pub=1500.0))
+    assert same.dlq == [] and same.verdicts == []  # a repeat of the event: ignored
+    other = {**events[2], "ts": events[2]["ts"] + 1}
+    changed = p.process_batch(as_records([other], start_offset=len(events) + 1, pub=1500.0))
+    assert [letter["reason"] for _, letter in changed.dlq] == ["conflicting_duplicate"]
+    p.runs.flush()
+    p.silence.tick(1500.0 + RETENTION + 1)  # (the duplicate closed it again)
+    assert "done" not in store and p.runs.records() == []
