@@ -8,8 +8,8 @@ they were last written, once however many of their events came meanwhile, a long
 parts (:mod:`stream.judging.parts`). A run finished with (final, ended, nothing left to
 send) is then let go: the store alone keeps it for its retention, and a late duplicate of
 its events reads it back. Kept in memory for their hour, the finished runs made every full
-garbage collection walk them all (benchmarks/retained_runs.py: 5 us a run, seconds for the
-million runs a busy worker keeps), holding the worker meanwhile.
+garbage collection walk them all (benchmarks/retained_runs.py: 5-10 us a run, seconds for
+the million runs a busy worker keeps), holding the worker meanwhile.
 
 A run's :class:`~trustlayer.judge.matcher.Matcher` is restored from the record's snapshot,
 on the model version the run started with (the newest one if that version is unknown here).
