@@ -30,7 +30,7 @@ from trustlayer.model import Model
 from trustlayer.observe.event_parsing import run_of_events
 
 
-def _records(runs: list[list[dict]]) -> list[tuple[bytes, bytes, Source]]:
+def fleet_records(runs: list[list[dict]]) -> list[tuple[bytes, bytes, Source]]:
     """The events of `runs`, interleaved, as (key, value, source) records of one partition."""
     return [(e["run_id"].encode(), json.dumps(e).encode(), Source(0, i, time.time()))
             for i, e in enumerate(interleave(runs))]
@@ -45,7 +45,7 @@ def judging_processor(model: Model) -> StreamProcessor:
 
 def processing_cost(model: Model, runs: list[list[dict]]) -> float:
     """Seconds the worker's processor takes for the records of `runs`."""
-    records = _records(runs)
+    records = fleet_records(runs)
     processor = judging_processor(model)
     start = time.perf_counter()
     processor.process_batch(records)
@@ -68,7 +68,7 @@ def batched_cost(model: Model, runs: list[list[dict]], batch: int = 500) -> tupl
     processor = judging_processor(model)
     times = []
     for tag in ("warm", "t1", "t2", "t3", "t4"):
-        records = _records(copies(runs, 200, tag))
+        records = fleet_records(copies(runs, 200, tag))
         start = time.perf_counter()
         for first in range(0, len(records), batch):
             if processor.process_batch(records[first:first + batch]).dlq:
@@ -86,7 +86,7 @@ def written_per_event_cost(model: Model, runs: list[list[dict]]) -> tuple[float,
     one filled are what a worker's are after its first runs)."""
     processor = judging_processor(model)
     for tag in ("warm", "timed"):
-        records = _records(copies(runs, 100, tag))
+        records = fleet_records(copies(runs, 100, tag))
         out = Output()
         start = time.perf_counter()
         for key, value, source in records:

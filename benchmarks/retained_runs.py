@@ -20,10 +20,11 @@ import json
 import time
 
 from goals import goal
-from processor_costs import judging_processor
+from processor_costs import fleet_records, judging_processor
 from stream_workloads import EXAMPLES, copies, text_only
 
-from stream.commands.replay import read_events, round_robin
+from stream.commands.replay import read_events
+from stream.judging.processor import StreamProcessor
 from stream.judging.records import Source
 from trustlayer.learn.learner import learn
 from trustlayer.observe.event_parsing import run_of_events
@@ -31,12 +32,21 @@ from trustlayer.observe.event_parsing import run_of_events
 OPEN, TICKS, PUB = 100, 200, 1000.0
 
 
+def _runs(fold: str) -> list[list[dict]]:
+    """The examples' runs of `fold` (train, test), screenshots stripped."""
+    return [[text_only(e) for e in run] for run in read_events([EXAMPLES / fold], "path")]
+
+
+def _trained_processor() -> StreamProcessor:
+    """A processor judging with the model of the examples' training runs."""
+    return judging_processor(learn([run_of_events(run) for run in _runs("train")]))
+
+
 def timer_with(finished: int, quiet: int = OPEN, behind: bool = False) -> float:
     """Seconds a tick takes over `quiet` open runs and `finished` finished ones, on a
     partition `behind` its backlog or caught up."""
-    train = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "train"], "path")]
-    processor = judging_processor(learn([run_of_events(run) for run in train]))
-    run = [text_only(e) for e in read_events([EXAMPLES / "test"], "path")[0]]
+    processor = _trained_processor()
+    run = _runs("test")[0]
     records = [(f"{name}-{k}".encode(), json.dumps({**e, "run_id": f"{name}-{k}"}).encode(),
                 Source(0, 0, PUB))
                for name, count, events in (("open", quiet, run[:3]), ("done", 1, run))
@@ -64,18 +74,15 @@ def collection_with(finished: int) -> float:
     """Seconds a full garbage collection takes (best of three) with `finished` distinct
     finished runs kept, beside what judging them left (memos); what came before the
     processor is frozen, as the worker freezes what it started with."""
-    train = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "train"], "path")]
-    test = [[text_only(e) for e in run] for run in read_events([EXAMPLES / "test"], "path")]
-    processor = judging_processor(learn([run_of_events(run) for run in train]))
+    processor = _trained_processor()
     gc.collect()
     gc.freeze()
-    records = [(e["run_id"].encode(), json.dumps(e).encode(), Source(0, offset, PUB))
-               for offset, e in enumerate(round_robin(copies(test, finished, "kept")))]
+    records = fleet_records(copies(_runs("test"), finished, "kept"))
     for first in range(0, len(records), 500):
         out = processor.process_batch(records[first:first + 500])
         processor.runs.flush()
         processor.runs.delivered(out.verdicts)  # (as the worker's checkpoint does)
-    if sum(not rec.final for rec in processor.runs.records()):
+    if any(not rec.final for rec in processor.runs.records()):
         raise RuntimeError("runs were left open")
     del records
     times = []

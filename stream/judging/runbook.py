@@ -79,11 +79,14 @@ class RunBook:
     def record(self, run_id: str) -> RunRecord | None:
         """The run's record: cached, else read from the store (None for a new run)."""
         rec = self._cache.get(run_id)
-        if rec is None:
-            value = self.store.get(head_key(run_id))
-            if value is not None:
-                rec = self._cached(self._read(RunRecord.decode(value), self.store.get))
+        if rec is None and (stored := self._stored(run_id)) is not None:
+            rec = self._cached(self._read(stored, self.store.get))
         return rec
+
+    def _stored(self, run_id: str) -> RunRecord | None:
+        """The store's head of the run (None if it holds none)."""
+        value = self.store.get(head_key(run_id))
+        return None if value is None else RunRecord.decode(value)
 
     def _cached(self, rec: RunRecord) -> RunRecord:
         """`rec`, kept in memory."""
@@ -139,10 +142,7 @@ class RunBook:
     def _kept(self, run_id: str) -> RunRecord | None:
         """The run's record held in memory, else the store's head of it (not held again)."""
         rec = self._cache.get(run_id)
-        if rec is None:
-            value = self.store.get(head_key(run_id))
-            rec = None if value is None else RunRecord.decode(value)
-        return rec
+        return self._stored(run_id) if rec is None else rec
 
     def _finished_with(self, rec: RunRecord) -> bool:
         """Whether the run needs nothing in memory: final and ended, its matcher gone,
