@@ -63,9 +63,11 @@ NOTHING_APP = textwrap.dedent('''
         async for batch in stream.take_events(500, within=0.005):
             if seen["t0"] is None:
                 seen["t0"], seen["first"] = time.time(), len(batch)
+                seen["cpu0"] = time.process_time()
             seen["n"] += len(batch)
             if seen["n"] >= N:
-                print(f"DONE {seen['n'] - seen['first']} {seen['t0']} {time.time()}", flush=True)
+                print(f"DONE {seen['n'] - seen['first']} {seen['t0']} {time.time()} "
+                      f"{time.process_time() - seen['cpu0']}", flush=True)
 
     if __name__ == "__main__":
         faust.Worker(app, loglevel="warning", quiet=True, stdout=sys.stderr,
@@ -73,9 +75,10 @@ NOTHING_APP = textwrap.dedent('''
 ''')
 
 
-async def plain_loop(bootstrap: str, topic: str, out_topic: str, n: int) -> float:
+async def plain_loop(bootstrap: str, topic: str, out_topic: str, n: int) -> tuple[float, float]:
     """Events/s of a plain aiokafka loop that json-decodes each event and produces one
-    small record for it (awaiting each fetched batch's records, as at-least-once would)."""
+    small record for it (awaiting each fetched batch's records, as at-least-once would), and
+    the CPU it used meanwhile (s/s)."""
     consumer = clients.consumer(bootstrap, topic, auto_offset_reset="earliest")
     producer = clients.producer(bootstrap, linger_ms=0)
     await consumer.start()
@@ -87,14 +90,15 @@ async def plain_loop(bootstrap: str, topic: str, out_topic: str, n: int) -> floa
             sent = []
             for records in batches.values():
                 if t0 is None and records:
-                    t0, first = time.perf_counter(), len(records)
+                    t0, cpu0, first = time.perf_counter(), time.process_time(), len(records)
                 for record in records:
                     event = json.loads(record.value)
                     sent.append(await producer.send(out_topic, key=record.key, value=json.dumps(
                         {"run_id": event["run_id"], "seq": event["seq"]}).encode()))
                 count += len(records)
             await asyncio.gather(*sent)
-        return (count - first) / (time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        return (count - first) / seconds, (time.process_time() - cpu0) / seconds
     finally:
         await consumer.stop()
         await producer.stop()
@@ -173,7 +177,9 @@ def _shared(procs: list) -> bool:
     return all(shares) and sorted(taken) == list(range(PARTITIONS))
 
 
-def nothing_throughput(kafka, topic: str, n: int, work: Path) -> float:
+def nothing_throughput(kafka, topic: str, n: int, work: Path) -> tuple[float, float]:
+    """Events/s of a do-nothing Faust agent over `n` events of `topic` published beforehand
+    (from its first batch on), and the CPU it used meanwhile (s/s)."""
     script = work / "nothing_app.py"
     script.write_text(NOTHING_APP)
     env = dict(os.environ, APP_ID=f"nothing-{uuid.uuid4().hex[:6]}", BOOTSTRAP=kafka.bootstrap,
@@ -185,8 +191,9 @@ def nothing_throughput(kafka, topic: str, n: int, work: Path) -> float:
     try:
         for line in proc.stdout:
             if line.startswith("DONE"):
-                _, count, t0, t1 = line.split()
-                return int(count) / (float(t1) - float(t0))
+                _, count, t0, t1, cpu = line.split()
+                seconds = float(t1) - float(t0)
+                return int(count) / seconds, float(cpu) / seconds
         raise RuntimeError("the do-nothing agent exited")
     finally:
         stop_process(proc, 20)

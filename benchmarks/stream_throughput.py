@@ -2,7 +2,7 @@
 measured in the same run (nothing asserted).
 
     .venv/bin/python benchmarks/stream_throughput.py [--events N] [--rate R] [--seconds S]
-                                                      [--warmup S]
+                                                      [--warmup S] [--rounds K]
 
 1. throughput on text/a11y events (screenshots stripped), published beforehand: the worker
    (``trustlayer worker``, refinement off) ÷ a do-nothing Faust agent (same broker, topic,
@@ -12,7 +12,9 @@ measured in the same run (nothing asserted).
    (measured once they share the partitions, over four times the events) ÷ one worker
    (goal >= 1.8), with the CPU each worker used and the CPU the machine left idle, and the
    same per CPU-second of the workers (on a machine with no core idle the plain ratio
-   counts the cores the workers got);
+   counts the cores the workers got); the CPU each of the three single-process ones spends
+   on an event; with ``--rounds K`` the three are measured K times in turn, and their
+   ratios are the medians (this host's speed drifts from one minute to the next);
 2. in the worker's processor, no broker (``processor_costs.py``): a text/a11y event in
    batches of 500 (each run written once a batch), and one whose run is written to the
    table after every event (a fleet sending about one event per run between checkpoints),
@@ -38,6 +40,7 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 # the benchmark modules put the repository on sys.path for the imports below them
 from goals import goal
@@ -62,6 +65,35 @@ from trustlayer.learn.learner import learn
 from trustlayer.observe.event_parsing import run_of_events
 
 
+class Rate(NamedTuple):
+    """Events/s of one process, the CPU it used and the CPU the hypervisor took (s/s)."""
+
+    events: float
+    cpu: float
+    steal: float
+
+    @property
+    def us_per_event(self) -> float:
+        return self.cpu / self.events * 1e6
+
+
+def one_round(kafka: EmbeddedKafka, models: Path, events: list[dict],
+              work: Path) -> tuple[Rate, Rate, Rate, float, float]:
+    """The worker's, the do-nothing agent's and the plain loop's rates over `events`, each
+    published anew, and the broker's CPU and the machine's idle during the worker's."""
+    (worker, (cpu, broker, idle)), steal = steal_during(
+        lambda: worker_throughput(kafka, models, events, 1, work))
+    topics = topic_names(f"raw-{uuid.uuid4().hex[:6]}")
+    ensure_topics(kafka.bootstrap, topics, PARTITIONS)
+    asyncio.run(produce(kafka.bootstrap, topics.events, events))
+    (nothing, nothing_cpu), nothing_steal = steal_during(
+        lambda: nothing_throughput(kafka, topics.events, len(events), work))
+    (plain, plain_cpu), plain_steal = steal_during(lambda: asyncio.run(
+        plain_loop(kafka.bootstrap, topics.events, topics.verdicts, len(events))))
+    return (Rate(worker, cpu, steal), Rate(nothing, nothing_cpu, nothing_steal),
+            Rate(plain, plain_cpu, plain_steal), broker, idle)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20000, help="events in the throughput runs")
@@ -70,6 +102,8 @@ def main() -> int:
                         help="length of the latency runs (the p99 of shorter ones is noisy)")
     parser.add_argument("--warmup", type=float, default=60.0,
                         help="seconds of the same load before each latency run (timed apart)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds of the one-process throughputs (the ratios: their medians)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="trustlayer-bench-"))
 
@@ -88,30 +122,38 @@ def main() -> int:
 
     with EmbeddedKafka(log_level="WARN") as kafka:
         print(f"Kafka 4.4 at {kafka.bootstrap} (started in {kafka.startup_seconds:.1f} s)")
-        (worker_1, (cpu_1, broker_1, idle_1)), steal_1 = steal_during(
-            lambda: worker_throughput(kafka, models, events, 1, work))
-        topics = topic_names(f"raw-{uuid.uuid4().hex[:6]}")
-        ensure_topics(kafka.bootstrap, topics, PARTITIONS)
-        asyncio.run(produce(kafka.bootstrap, topics.events, events))
-        nothing, steal_0 = steal_during(
-            lambda: nothing_throughput(kafka, topics.events, len(events), work))
-        plain, steal_p = steal_during(lambda: asyncio.run(
-            plain_loop(kafka.bootstrap, topics.events, topics.verdicts, len(events))))
+        rounds = [one_round(kafka, models, events, work) for _ in range(args.rounds)]
         # four times the events: the first worker judges alone until the second one joins
         backlog = interleave(copies(test, 4 * len(many), "u"))
         (worker_2, (*cpu_2, broker_2, idle_2)), steal_2 = steal_during(
             lambda: worker_throughput(kafka, models, backlog, 2, work))
         print(f"\n1. throughput, text/a11y events ({PARTITIONS} partitions; steal: the CPU the "
               f"hypervisor took during each phase, s/s)")
-        print(f"   worker (1 process)          {worker_1:7.0f} events/s, CPU {cpu_1:.2f} s/s "
-              f"(broker {broker_1:.2f}, machine idle {idle_1:.2f}), steal {steal_1:.2f}")
-        print(f"   do-nothing Faust agent      {nothing:7.0f} events/s, steal {steal_0:.2f}")
-        print(f"   plain aiokafka loop         {plain:7.0f} events/s (json-decodes each event, "
-              f"produces one small record), steal {steal_p:.2f}")
-        print(f"   worker / do-nothing agent    = {worker_1 / nothing:.2f}  "
-              f"{goal(worker_1 / nothing, '>=', 1.0)}")
-        print(f"   worker / plain aiokafka loop = {worker_1 / plain:.3f} "
-              f"{goal(worker_1 / plain, '>=', 0.5)}")
+        for number, (worker, nothing, plain, broker, idle) in enumerate(rounds, 1):
+            if len(rounds) > 1:
+                print(f"   round {number} of {len(rounds)}")
+            print(f"   worker (1 process)          {worker.events:7.0f} events/s, CPU "
+                  f"{worker.cpu:.2f} s/s (broker {broker:.2f}, machine idle {idle:.2f}), "
+                  f"steal {worker.steal:.2f}")
+            print(f"   do-nothing Faust agent      {nothing.events:7.0f} events/s, CPU "
+                  f"{nothing.cpu:.2f} s/s, steal {nothing.steal:.2f}")
+            print(f"   plain aiokafka loop         {plain.events:7.0f} events/s, CPU "
+                  f"{plain.cpu:.2f} s/s (json-decodes each event, produces one small record), "
+                  f"steal {plain.steal:.2f}")
+            # each of the three uses about a core: the ratios below are then those of the
+            # CPU each spends on an event, which this line says
+            print(f"   CPU per event: worker {worker.us_per_event:.0f} us, do-nothing agent "
+                  f"{nothing.us_per_event:.0f} us, plain loop {plain.us_per_event:.0f} us")
+        # the host's speed drifts between phases (the plain loop's rate moved by 15-40 %
+        # from one round to the next): with several rounds the ratios are their medians
+        of = f" (median of {len(rounds)} rounds)" if len(rounds) > 1 else ""
+        to_nothing = statistics.median(w.events / n.events for w, n, *_ in rounds)
+        to_plain = statistics.median(w.events / p.events for w, _, p, *_ in rounds)
+        worker_1 = statistics.median(w.events for w, *_ in rounds)
+        per_cpu_1 = statistics.median(w.events / w.cpu for w, *_ in rounds)
+        print(f"   worker / do-nothing agent    = {to_nothing:.2f}  {goal(to_nothing, '>=', 1.0)}"
+              f"{of}")
+        print(f"   worker / plain aiokafka loop = {to_plain:.3f} {goal(to_plain, '>=', 0.5)}{of}")
         print(f"   2 workers                   {worker_2:7.0f} events/s, {worker_2 / 2:.0f} per "
               f"worker, CPU {' + '.join(f'{c:.2f}' for c in cpu_2)} s/s (broker "
               f"{broker_2:.2f}, machine idle {idle_2:.2f}), steal {steal_2:.2f}; "
@@ -121,8 +163,7 @@ def main() -> int:
         # worker scales: two that wait for each other (a lock, the broker) leave CPU idle,
         # and two that do more per event (events judged twice) judge fewer per CPU-second
         print(f"   events per worker CPU-second, 2 workers / 1 worker = "
-              f"{worker_2 / sum(cpu_2) / (worker_1 / cpu_1):.2f} (1.00: no work added by "
-              f"sharing)")
+              f"{worker_2 / sum(cpu_2) / per_cpu_1:.2f} (1.00: no work added by sharing)")
 
         print("\n2. in the worker's processor, no broker")
         for line in report(model, test):
