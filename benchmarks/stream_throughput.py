@@ -13,7 +13,7 @@ measured in the same run (nothing asserted).
    (goal >= 1.8), with the CPU each worker used and the CPU the machine left idle, and the
    same per CPU-second of the workers (on a machine with no core idle the plain ratio
    counts the cores the workers got); the CPU each of the three single-process ones spends
-   on an event; with ``--rounds K`` the three are measured K times in turn, and their
+   on an event; the three are measured ``--rounds`` times in turn (default 3), and their
    ratios are the medians (this host's speed drifts from one minute to the next);
 2. in the worker's processor, no broker (``processor_costs.py``): a text/a11y event in
    batches of 500 (each run written once a batch), and one whose run is written to the
@@ -102,7 +102,7 @@ def main() -> int:
                         help="length of the latency runs (the p99 of shorter ones is noisy)")
     parser.add_argument("--warmup", type=float, default=60.0,
                         help="seconds of the same load before each latency run (timed apart)")
-    parser.add_argument("--rounds", type=int, default=1,
+    parser.add_argument("--rounds", type=int, default=3,
                         help="rounds of the one-process throughputs (the ratios: their medians)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="trustlayer-bench-"))
@@ -144,8 +144,8 @@ def main() -> int:
             # CPU each spends on an event, which this line says
             print(f"   CPU per event: worker {worker.us_per_event:.0f} us, do-nothing agent "
                   f"{nothing.us_per_event:.0f} us, plain loop {plain.us_per_event:.0f} us")
-        # the host's speed drifts between phases (the plain loop's rate moved by 15-40 %
-        # from one round to the next): with several rounds the ratios are their medians
+        # the host's speed drifts between phases (docs/benchmarks.md): with several rounds
+        # the ratios are their medians
         of = f" (median of {len(rounds)} rounds)" if len(rounds) > 1 else ""
         to_nothing = statistics.median(w.events / n.events for w, n, *_ in rounds)
         to_plain = statistics.median(w.events / p.events for w, _, p, *_ in rounds)
