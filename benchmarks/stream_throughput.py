@@ -77,10 +77,19 @@ class Rate(NamedTuple):
         return self.cpu / self.events * 1e6
 
 
-def one_round(kafka: EmbeddedKafka, models: Path, events: list[dict],
-              work: Path) -> tuple[Rate, Rate, Rate, float, float]:
-    """The worker's, the do-nothing agent's and the plain loop's rates over `events`, each
-    published anew, and the broker's CPU and the machine's idle during the worker's."""
+class Round(NamedTuple):
+    """The worker's, the do-nothing agent's and the plain loop's rates over the same events,
+    and the broker's CPU and the machine's idle during the worker's (s/s)."""
+
+    worker: Rate
+    nothing: Rate
+    plain: Rate
+    broker: float
+    idle: float
+
+
+def one_round(kafka: EmbeddedKafka, models: Path, events: list[dict], work: Path) -> Round:
+    """A :class:`Round` over `events`, published anew for each of the three."""
     (worker, (cpu, broker, idle)), steal = steal_during(
         lambda: worker_throughput(kafka, models, events, 1, work))
     topics = topic_names(f"raw-{uuid.uuid4().hex[:6]}")
@@ -90,8 +99,8 @@ def one_round(kafka: EmbeddedKafka, models: Path, events: list[dict],
         lambda: nothing_throughput(kafka, topics.events, len(events), work))
     (plain, plain_cpu), plain_steal = steal_during(lambda: asyncio.run(
         plain_loop(kafka.bootstrap, topics.events, topics.verdicts, len(events))))
-    return (Rate(worker, cpu, steal), Rate(nothing, nothing_cpu, nothing_steal),
-            Rate(plain, plain_cpu, plain_steal), broker, idle)
+    return Round(Rate(worker, cpu, steal), Rate(nothing, nothing_cpu, nothing_steal),
+                 Rate(plain, plain_cpu, plain_steal), broker, idle)
 
 
 def main() -> int:
@@ -147,10 +156,10 @@ def main() -> int:
         # the host's speed drifts between phases (docs/benchmarks.md): with several rounds
         # the ratios are their medians
         of = f" (median of {len(rounds)} rounds)" if len(rounds) > 1 else ""
-        to_nothing = statistics.median(w.events / n.events for w, n, *_ in rounds)
-        to_plain = statistics.median(w.events / p.events for w, _, p, *_ in rounds)
-        worker_1 = statistics.median(w.events for w, *_ in rounds)
-        per_cpu_1 = statistics.median(w.events / w.cpu for w, *_ in rounds)
+        to_nothing = statistics.median(r.worker.events / r.nothing.events for r in rounds)
+        to_plain = statistics.median(r.worker.events / r.plain.events for r in rounds)
+        worker_1 = statistics.median(r.worker.events for r in rounds)
+        per_cpu_1 = statistics.median(r.worker.events / r.worker.cpu for r in rounds)
         print(f"   worker / do-nothing agent    = {to_nothing:.2f}  {goal(to_nothing, '>=', 1.0)}"
               f"{of}")
         print(f"   worker / plain aiokafka loop = {to_plain:.3f} {goal(to_plain, '>=', 0.5)}{of}")
