@@ -317,9 +317,16 @@ def publish_events(bootstrap: str, topic: str, events: Iterable[dict],
                                for e in events])
 
 
-def setup(kafka, tmp_path: Path):
-    """Fresh topics (a new prefix) on `kafka` and a models directory holding model():
-    (prefix, topic names, models directory)."""
+#: For tests of the timer: a model's deadline floor above the example model's deadlines to
+#: leave a state (10 s at most), so that the floor is the deadline that binds, and a worker's
+#: ``--end-silence`` after it.
+TIMER_FLOOR, TIMER_END_SILENCE = 12.0, 20.0
+
+
+def setup(kafka, tmp_path: Path, deadline_floor: float | None = None):
+    """Fresh topics (a new prefix) on `kafka` and a models directory holding model(), its
+    ``deadline_floor`` set to `deadline_floor` if given (a test of the timer need not wait
+    the default's 30 s): (prefix, topic names, models directory)."""
     from stream.kafka.names import topic_names
     from stream.kafka.topics import ensure_topics
 
@@ -328,7 +335,9 @@ def setup(kafka, tmp_path: Path):
     ensure_topics(kafka.bootstrap, topics)
     models = tmp_path / "models"
     models.mkdir(exist_ok=True)
-    model().save(models / f"{model().task}.json")
+    saved = model() if deadline_floor is None else replace(
+        model(), settings=replace(model().settings, deadline_floor=deadline_floor))
+    saved.save(models / f"{model().task}.json")
     return prefix, topics, models
 
 

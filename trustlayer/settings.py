@@ -49,6 +49,9 @@ class Settings:
     deadline_factor:
         A milestone is overdue when it took longer than this factor times the slowest
         successful run (used by the stream's deadlines).
+    deadline_floor:
+        No deadline, and no end-of-run silence, is shorter than this many seconds, however
+        quick the successful runs were.
     drop_after_bypasses:
         Online refinement drops a milestone only after this many successful runs
         bypassed it.
@@ -64,6 +67,7 @@ class Settings:
     unexplained_line_tolerance: float = 0.02
     known_line_tolerance: float = 0.1
     deadline_factor: float = 3.0
+    deadline_floor: float = 30.0
     drop_after_bypasses: int = 2
     llm: LLMSettings = field(default_factory=LLMSettings)
 

@@ -50,10 +50,10 @@ def slower(model: Model, run: Run) -> list[str]:
     """Each deadline of `model` that `run` missed: the stream would have failed it, so
     learning from it would lengthen that deadline (the names carry no number, so that the
     runners showing the same change can be counted)."""
-    factor, found = model.settings.deadline_factor, []
+    found: list[str] = []
     for kind, sid, seconds in _durations(model, run):
         limit = deadline(model.timing["time_to_reach" if kind == "reach" else "dwell"].get(sid),
-                         factor)
+                         model.settings)
         change = f"misses the deadline to {kind} '{model.name(sid)}'"
         if limit is not None and seconds > limit and change not in found:
             found.append(change)
@@ -66,7 +66,7 @@ def _deadlines(old: Model, new: Model) -> Iterator[tuple[str, float | None, floa
     state may last (states are regrouped and renamed by learning, their longest stay is not)."""
     def limit(model: Model, kind: str, sid: str | None) -> float | None:
         stats = model.timing[kind].get(sid) if sid is not None else None
-        return deadline(stats, model.settings.deadline_factor)
+        return deadline(stats, model.settings)
 
     twins = milestone_twins(old, new)
     for sid in old.essential:

@@ -8,11 +8,10 @@ from typing import NamedTuple
 from trustlayer.judge.history import Observed
 from trustlayer.judge.reasons import DEADLINE, Reason, quoted
 from trustlayer.model import Model, per_model
+from trustlayer.settings import Settings
 
 #: A deadline needs this many timed observations from successful runs (fewer: none).
 DEADLINE_MIN_OBSERVATIONS = 3
-#: No deadline is shorter than this many seconds, whatever the successful runs took.
-DEADLINE_FLOOR = 30.0
 
 
 def slowest(stats: dict) -> float:
@@ -21,20 +20,22 @@ def slowest(stats: dict) -> float:
     return float(stats.get("bound", stats["max"]))
 
 
-def deadline(stats: dict | None, factor: float) -> float | None:
+def deadline(stats: dict | None, settings: Settings) -> float | None:
     """Seconds a duration may last given its statistics from successful runs (``n``
-    observations): `factor` times the :func:`slowest`, at least :data:`DEADLINE_FLOOR`;
-    None when fewer than :data:`DEADLINE_MIN_OBSERVATIONS` were seen (a deadline learned
-    from one or two runs fails runs that are merely a little slower).
+    observations): ``deadline_factor`` times the :func:`slowest`, at least
+    ``deadline_floor`` (`settings`); None when fewer than :data:`DEADLINE_MIN_OBSERVATIONS`
+    were seen (a deadline learned from one or two runs fails runs that are merely a little
+    slower).
 
-    >>> deadline({"max": 2.0, "n": 8}, 3.0), deadline({"max": 20.0, "n": 3}, 3.0)
+    >>> s = Settings()
+    >>> deadline({"max": 2.0, "n": 8}, s), deadline({"max": 20.0, "n": 3}, s)
     (30.0, 60.0)
-    >>> deadline({"max": 20.0, "n": 2}, 3.0) is None, deadline(None, 3.0) is None
+    >>> deadline({"max": 20.0, "n": 2}, s) is None, deadline(None, s) is None
     (True, True)
     """
     if not stats or stats.get("n", 0) < DEADLINE_MIN_OBSERVATIONS:
         return None
-    return max(DEADLINE_FLOOR, factor * slowest(stats))
+    return max(settings.deadline_floor, settings.deadline_factor * slowest(stats))
 
 
 class _Limit(NamedTuple):
@@ -51,7 +52,7 @@ def _reach_limit(model: Model, position: int) -> _Limit | None:
     essential = model.essential
     upcoming = essential[position] if position < len(essential) else None
     reach = model.timing["time_to_reach"].get(upcoming) if upcoming is not None else None
-    limit = deadline(reach, model.settings.deadline_factor)
+    limit = deadline(reach, model.settings)
     return _Limit(upcoming, reach, limit) if upcoming is not None and reach is not None \
         and limit is not None else None
 
@@ -62,7 +63,7 @@ def _dwell_limit(model: Model, history: Sequence[Observed]) -> _Limit | None:
         return None
     current = history[-1].ids[0]
     dwell = model.timing["dwell"].get(current)
-    limit = deadline(dwell, model.settings.deadline_factor)
+    limit = deadline(dwell, model.settings)
     return _Limit(current, dwell, limit) if dwell is not None and limit is not None else None
 
 
@@ -106,7 +107,7 @@ def learned_silence(model: Model) -> float:
     """How long a run of `model` may go without events before it counts as abandoned: the
     model's ``deadline_factor`` times the longest any successful run took to reach a
     milestone or stayed in a state (a gap between two events is shorter than either; robust:
-    :func:`slowest`), at least :data:`DEADLINE_FLOOR` seconds."""
+    :func:`slowest`), at least its ``deadline_floor``."""
     longest = max((slowest(stats) for durations in model.timing.values()
                    for stats in durations.values()), default=0.0)
-    return max(DEADLINE_FLOOR, model.settings.deadline_factor * longest)
+    return max(model.settings.deadline_floor, model.settings.deadline_factor * longest)

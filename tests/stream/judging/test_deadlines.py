@@ -6,9 +6,12 @@ import dataclasses
 
 from streamkit import as_records, batch_verdicts, example_events, finals, model, processor
 
-from trustlayer.judge.deadlines import DEADLINE_FLOOR, DEADLINE_MIN_OBSERVATIONS, deadline
+from trustlayer.judge.deadlines import DEADLINE_MIN_OBSERVATIONS, deadline
 from trustlayer.judge.matcher import Matcher
 from trustlayer.observe.event_parsing import parse_event
+from trustlayer.settings import Settings
+
+DEADLINE_FLOOR = Settings().deadline_floor
 
 
 def with_timing(max_seconds: float, observations: int):
@@ -26,10 +29,12 @@ def started(chosen, count: int = 3) -> Matcher:
 
 
 def test_a_deadline_needs_enough_evidence_and_has_a_floor():
-    factor = model().settings.deadline_factor
-    assert deadline({"max": 0.3, "n": 8}, factor) == DEADLINE_FLOOR
-    assert deadline({"max": 100.0, "n": DEADLINE_MIN_OBSERVATIONS}, factor) == factor * 100.0
-    assert deadline({"max": 100.0, "n": DEADLINE_MIN_OBSERVATIONS - 1}, factor) is None
+    settings = model().settings
+    assert deadline({"max": 0.3, "n": 8}, settings) == DEADLINE_FLOOR
+    assert deadline({"max": 0.3, "n": 8}, Settings(deadline_floor=2.0)) == 2.0
+    assert deadline({"max": 100.0, "n": DEADLINE_MIN_OBSERVATIONS}, settings) \
+        == settings.deadline_factor * 100.0
+    assert deadline({"max": 100.0, "n": DEADLINE_MIN_OBSERVATIONS - 1}, settings) is None
     few = started(with_timing(0.3, DEADLINE_MIN_OBSERVATIONS - 1))
     assert few.tick(few.start_ts + 1e6).status != "failed"  # no deadline at all
     quick = started(with_timing(0.3, 8))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 
 from streamkit import (
+    TIMER_END_SILENCE,
+    TIMER_FLOOR,
     Worker,
     all_final,
     all_seen,
@@ -19,14 +21,15 @@ from streamkit import (
 
 from stream.kafka.broker import EmbeddedKafka
 
-OUTAGE = 40.0  # longer than the shortest deadline (30 s)
+OUTAGE = TIMER_END_SILENCE + 5.0  # longer than every deadline and the end silence
 
 
 def test_quiet_runs_are_not_failed_for_the_time_the_broker_was_away(tmp_path):
     with EmbeddedKafka() as kafka:
-        prefix, topics, models = setup(kafka, tmp_path)
+        prefix, topics, models = setup(kafka, tmp_path, TIMER_FLOOR)
         quiet = [renamed(run, f"{prefix}-quiet{k}")[:3] for k, run in enumerate(example_events())]
-        worker = Worker(kafka.bootstrap, prefix, unique("outage"), models, tmp_path / "w.log")
+        worker = Worker(kafka.bootstrap, prefix, unique("outage"), models, tmp_path / "w.log",
+                        "--end-silence", str(TIMER_END_SILENCE))
         try:
             worker.wait_ready()
             publish_events(kafka.bootstrap, topics.events, [e for run in quiet for e in run])

@@ -51,7 +51,7 @@ def stuck_fails(chosen, after: float) -> bool:
 
 
 def longest_deadline(chosen) -> float:
-    return max(deadline(stats, chosen.settings.deadline_factor) or 0.0
+    return max(deadline(stats, chosen.settings) or 0.0
                for per_state in chosen.timing.values() for stats in per_state.values())
 
 

@@ -12,6 +12,8 @@ import time
 import pytest
 from streamkit import (
     RUNNER_KEYS,
+    TIMER_END_SILENCE,
+    TIMER_FLOOR,
     TRAIN,
     Worker,
     all_final,
@@ -62,14 +64,14 @@ def version(bootstrap: str, topic: str, number: int, worker: Worker) -> dict:
 
 
 def test_stretched_timestamps_refine_nothing_and_rollback_sticks(kafka, tmp_path, runner_keys):
-    prefix, topics, models = setup(kafka, tmp_path)
+    prefix, topics, models = setup(kafka, tmp_path, TIMER_FLOOR)
     runner = Signer("runner-1", RUNNER_KEYS["runner-1"])
     forged = stretched(training_run(2, f"{prefix}-stretched"))
     stuck = renamed(example_events()[0], f"{prefix}-stuck")[:6]
     honest, later = training_run(3, f"{prefix}-honest"), training_run(4, f"{prefix}-later")
     common = ["--broker", kafka.bootstrap, "--topics", prefix]
     worker = Worker(kafka.bootstrap, prefix, unique("gate"), models, tmp_path / "w.log",
-                    "--train", str(TRAIN))
+                    "--train", str(TRAIN), "--end-silence", str(TIMER_END_SILENCE))
     try:
         worker.wait_ready()
         publish_events(kafka.bootstrap, topics.events, forged, runner)

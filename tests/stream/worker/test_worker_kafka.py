@@ -16,6 +16,8 @@ from finals import check_finals, copies, halves
 from streamkit import (
     EXAMPLES,
     TEST,
+    TIMER_END_SILENCE,
+    TIMER_FLOOR,
     TRAIN,
     CpuHogs,
     Worker,
@@ -39,7 +41,6 @@ from streamkit import (
 from stream.commands.demo import ready_partitions
 from stream.commands.replay import inline_screenshot
 from stream.kafka.processes import free_port
-from trustlayer.judge.deadlines import DEADLINE_FLOOR
 
 
 def trustlayer(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -245,9 +246,10 @@ def test_the_timer_ends_a_run_that_goes_silent_incomplete_never_a_product_bug(ka
     """No more events after a few: past a learned deadline (a state that lasts far longer
     than in successful runs) the run is at risk, and after the end silence it ends
     incomplete with cause stream_fault: its runner or the broker may have gone away."""
-    prefix, topics, models = setup(kafka, tmp_path)
+    prefix, topics, models = setup(kafka, tmp_path, TIMER_FLOOR)
     silent = renamed(example_events()[0], f"{prefix}-silent")[:6]
-    worker = Worker(kafka.bootstrap, prefix, unique("timer"), models, tmp_path / "w.log")
+    worker = Worker(kafka.bootstrap, prefix, unique("timer"), models, tmp_path / "w.log",
+                    "--end-silence", str(TIMER_END_SILENCE))
     try:
         worker.wait_ready()
         publish_events(kafka.bootstrap, topics.events, silent)
@@ -258,11 +260,11 @@ def test_the_timer_ends_a_run_that_goes_silent_incomplete_never_a_product_bug(ka
     [final] = [v for v in values if v["final"]]
     assert final["status"] == "incomplete" and final["cause"] == "stream_fault"
     assert "lasted" in final["reason"] or "not reached within" in final["reason"]
-    assert any(v["status"] == "at_risk" and v["reason"].startswith("no event for")
-               for v in values if not v["final"])
-    assert final["verdict_ts"] > final["event_ts"]
-    # no deadline is shorter than the floor, in the run's own time
-    assert final["verdict_ts"] - silent[0]["ts"] >= DEADLINE_FLOOR
+    at_risk = next(v for v in values if v["status"] == "at_risk" and not v["final"])
+    assert at_risk["reason"].startswith("no event for")
+    # no deadline is shorter than the model's floor, in the run's own time
+    assert TIMER_FLOOR <= at_risk["verdict_ts"] - silent[-1]["ts"] < TIMER_END_SILENCE
+    assert final["verdict_ts"] - silent[-1]["ts"] >= TIMER_END_SILENCE
 
 
 def test_replay_with_fingerprints_sends_small_events_and_gets_the_same_verdicts(kafka, tmp_path):
