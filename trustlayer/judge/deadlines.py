@@ -20,12 +20,17 @@ def slowest(stats: dict) -> float:
     return float(stats.get("bound", stats["max"]))
 
 
+def allowed(seconds: float, settings: Settings) -> float:
+    """How long a wait that took at most `seconds` in successful runs may take:
+    ``deadline_factor`` times it, at least ``deadline_floor`` (`settings`)."""
+    return max(settings.deadline_floor, settings.deadline_factor * seconds)
+
+
 def deadline(stats: dict | None, settings: Settings) -> float | None:
     """Seconds a duration may last given its statistics from successful runs (``n``
-    observations): ``deadline_factor`` times the :func:`slowest`, at least
-    ``deadline_floor`` (`settings`); None when fewer than :data:`DEADLINE_MIN_OBSERVATIONS`
-    were seen (a deadline learned from one or two runs fails runs that are merely a little
-    slower).
+    observations): the :func:`slowest` :func:`allowed`; None when fewer than
+    :data:`DEADLINE_MIN_OBSERVATIONS` were seen (a deadline learned from one or two runs
+    fails runs that are merely a little slower).
 
     >>> s = Settings()
     >>> deadline({"max": 2.0, "n": 8}, s), deadline({"max": 20.0, "n": 3}, s)
@@ -35,7 +40,7 @@ def deadline(stats: dict | None, settings: Settings) -> float | None:
     """
     if not stats or stats.get("n", 0) < DEADLINE_MIN_OBSERVATIONS:
         return None
-    return max(settings.deadline_floor, settings.deadline_factor * slowest(stats))
+    return allowed(slowest(stats), settings)
 
 
 class _Limit(NamedTuple):
@@ -104,10 +109,10 @@ def overdue_from(model: Model, history: Sequence[Observed], position: int,
 
 @per_model  # (the streaming worker's timer asks it of every run it looks at)
 def learned_silence(model: Model) -> float:
-    """How long a run of `model` may go without events before it counts as abandoned: the
-    model's ``deadline_factor`` times the longest any successful run took to reach a
-    milestone or stayed in a state (a gap between two events is shorter than either; robust:
-    :func:`slowest`), at least its ``deadline_floor``."""
+    """How long a run of `model` may go without events before it counts as abandoned: what
+    is :func:`allowed` after the longest any successful run took to reach a milestone or
+    stayed in a state (a gap between two events is shorter than either; robust:
+    :func:`slowest`)."""
     longest = max((slowest(stats) for durations in model.timing.values()
                    for stats in durations.values()), default=0.0)
-    return max(model.settings.deadline_floor, model.settings.deadline_factor * longest)
+    return allowed(longest, model.settings)
